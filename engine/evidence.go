@@ -82,9 +82,11 @@ type Measurement struct {
 }
 
 // IntM, FloatM and TextM build measurements.
-func IntM(name string, v int64) Measurement     { return Measurement{Name: name, Kind: "int", Int: v} }
-func FloatM(name string, v float64) Measurement { return Measurement{Name: name, Kind: "float", Float: v} }
-func TextM(name, v string) Measurement          { return Measurement{Name: name, Kind: "text", Text: v} }
+func IntM(name string, v int64) Measurement { return Measurement{Name: name, Kind: "int", Int: v} }
+func FloatM(name string, v float64) Measurement {
+	return Measurement{Name: name, Kind: "float", Float: v}
+}
+func TextM(name, v string) Measurement { return Measurement{Name: name, Kind: "text", Text: v} }
 
 // Tool names one toolchain component and its version.
 type Tool struct {

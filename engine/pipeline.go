@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// PipelineConfig is a pipeline file: an ordered list of stages.
+//
+//	name: nightly
+//	work_dir: ../out/nightly        # relative to this file
+//	stages:
+//	  - name: ingest
+//	    type: ingest
+//	    inputs: [seeds/rtl]         # raw files or directories, relative to this file
+//	    config: {preset: taskdir}
+//	  - name: verify
+//	    type: verify_rtl
+//	    from: [ingest]              # upstream stages whose shards this stage reads
+type PipelineConfig struct {
+	Name    string      `yaml:"name"`
+	WorkDir string      `yaml:"work_dir"`
+	Stages  []StageSpec `yaml:"stages"`
+
+	dir string // directory of the config file
+}
+
+// StageSpec is one stage entry.
+type StageSpec struct {
+	Name   string    `yaml:"name"`
+	Type   string    `yaml:"type"`
+	From   []string  `yaml:"from"`
+	Inputs []string  `yaml:"inputs"`
+	Config yaml.Node `yaml:"config"`
+}
+
+var stageName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+// LoadPipeline reads and validates a pipeline file against a registry.
+func LoadPipeline(path string, reg *Registry) (*PipelineConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	var cfg PipelineConfig
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg.dir = filepath.Dir(abs)
+	if err := cfg.Validate(reg); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &cfg, nil
+}
+
+// Validate reports every problem at once.
+func (c *PipelineConfig) Validate(reg *Registry) error {
+	var errs []error
+	if c.WorkDir == "" {
+		errs = append(errs, errors.New("work_dir: required"))
+	}
+	if len(c.Stages) == 0 {
+		errs = append(errs, errors.New("stages: at least one stage is required"))
+	}
+	seen := map[string]bool{}
+	for i, s := range c.Stages {
+		where := fmt.Sprintf("stages[%d] (%s)", i, s.Name)
+		if !stageName.MatchString(s.Name) {
+			errs = append(errs, fmt.Errorf("%s: name must match %s", where, stageName))
+		}
+		if seen[s.Name] {
+			errs = append(errs, fmt.Errorf("%s: duplicate stage name", where))
+		}
+		if reg != nil {
+			if _, err := reg.Build(s.Type, c.StageConfig(s)); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			}
+		}
+		for _, f := range s.From {
+			if !seen[f] {
+				errs = append(errs, fmt.Errorf("%s: from %q: no earlier stage has that name", where, f))
+			}
+		}
+		for _, in := range s.Inputs {
+			if _, err := os.Stat(resolvePath(c.dir, in)); err != nil {
+				errs = append(errs, fmt.Errorf("%s: input %q: %v", where, in, err))
+			}
+		}
+		seen[s.Name] = true
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	return nil
+}
+
+// StageConfig returns the config block of a stage.
+func (c *PipelineConfig) StageConfig(s StageSpec) StageConfig {
+	sc := StageConfig{Name: s.Name, dir: c.dir}
+	if s.Config.Kind != 0 {
+		n := s.Config
+		sc.node = &n
+	}
+	return sc
+}
+
+// Dir is the directory the config was loaded from.
+func (c *PipelineConfig) Dir() string { return c.dir }
+
+// ResolvedWorkDir is work_dir resolved against the config's directory.
+func (c *PipelineConfig) ResolvedWorkDir() string { return resolvePath(c.dir, c.WorkDir) }
+
+// configHash fingerprints a stage's type and config (canonical JSON of the
+// decoded YAML, so formatting and key order do not matter).
+func configHash(s StageSpec) (string, error) {
+	var v any
+	if s.Config.Kind != 0 {
+		if err := s.Config.Decode(&v); err != nil {
+			return "", fmt.Errorf("%w: stage %s config: %v", ErrConfig, s.Name, err)
+		}
+	}
+	data, err := json.Marshal(struct {
+		Type   string `json:"type"`
+		From   []string
+		Config any `json:"config"`
+	}{s.Type, s.From, v})
+	if err != nil {
+		return "", fmt.Errorf("%w: stage %s config: %v", ErrConfig, s.Name, err)
+	}
+	return HashString(string(data)), nil
+}
+
+func resolvePath(dir, p string) string {
+	if p == "" || filepath.IsAbs(p) || dir == "" {
+		return p
+	}
+	return filepath.Join(dir, p)
+}

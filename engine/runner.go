@@ -1,0 +1,331 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// RunOptions control one pipeline run.
+type RunOptions struct {
+	Shard    Shard
+	Only     []string // run only these stages (their upstreams must be complete)
+	Force    bool     // redo stages even when their manifest is current
+	Writer   WriterOptions
+	Progress ProgressFactory
+	Log      *slog.Logger
+}
+
+// StageResult summarises one stage in a run.
+type StageResult struct {
+	Name     string           `json:"name"`
+	Type     string           `json:"type"`
+	Status   string           `json:"status"` // ran | skipped
+	Seconds  float64          `json:"seconds"`
+	Rows     map[string]int64 `json:"rows"`
+	Counts   map[string]int64 `json:"counts,omitempty"`
+	Manifest string           `json:"manifest"`
+}
+
+// RunSummary is written next to the stage directories after every stage.
+// Unlike manifests it has times, so it is not part of any fingerprint.
+type RunSummary struct {
+	Pipeline string        `json:"pipeline"`
+	WorkDir  string        `json:"work_dir"`
+	Shard    string        `json:"shard,omitempty"`
+	Started  time.Time     `json:"started"`
+	Finished time.Time     `json:"finished"`
+	Stages   []StageResult `json:"stages"`
+}
+
+// Runner executes pipelines.
+type Runner struct {
+	Registry *Registry
+}
+
+// Run executes cfg's stages in order, skipping each stage whose manifest
+// matches its current inputs and config.
+func (r *Runner) Run(ctx context.Context, cfg *PipelineConfig, opts RunOptions) (*RunSummary, error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	if opts.Shard.Count == 0 {
+		opts.Shard = Shard{0, 1}
+	}
+	if opts.Writer.RowGroupBytes == 0 {
+		opts.Writer = DefaultWriterOptions()
+	}
+	work := cfg.ResolvedWorkDir()
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	sum := &RunSummary{Pipeline: cfg.Name, WorkDir: work, Shard: opts.Shard.String(), Started: time.Now().UTC()}
+	only := map[string]bool{}
+	for _, o := range opts.Only {
+		only[o] = true
+	}
+	for _, spec := range cfg.Stages {
+		if len(only) > 0 && !only[spec.Name] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return sum, err
+		}
+		res, err := r.runStage(ctx, cfg, spec, opts, log)
+		if err != nil {
+			return sum, fmt.Errorf("stage %s: %w", spec.Name, err)
+		}
+		sum.Stages = append(sum.Stages, *res)
+		sum.Finished = time.Now().UTC()
+		if err := writeJSON(filepath.Join(work, summaryName(opts.Shard)), sum); err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
+}
+
+func summaryName(sh Shard) string {
+	if sh.Count <= 1 {
+		return "run-summary.json"
+	}
+	return fmt.Sprintf("run-summary-%04d-of-%04d.json", sh.Index, sh.Count)
+}
+
+func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSpec, opts RunOptions, log *slog.Logger) (*StageResult, error) {
+	start := time.Now()
+	work := cfg.ResolvedWorkDir()
+	dir := filepath.Join(work, spec.Name)
+	sh := opts.Shard
+	log = log.With("stage", spec.Name, "type", spec.Type)
+
+	inputs, refs, err := collectInputs(cfg, spec, sh, work)
+	if err != nil {
+		return nil, err
+	}
+	chash, err := configHash(spec)
+	if err != nil {
+		return nil, err
+	}
+	want := &Manifest{Version: ManifestVersion, Stage: spec.Name, Type: spec.Type, ConfigHash: chash,
+		Shard: sh.String(), Inputs: refs}
+	mpath := filepath.Join(dir, ManifestName(sh))
+	res := &StageResult{Name: spec.Name, Type: spec.Type, Manifest: mpath}
+
+	if !opts.Force {
+		if have, err := ReadManifest(mpath); err == nil && sameFingerprint(have, want) && shardsIntact(dir, have) {
+			log.Info("stage up to date, skipped", "manifest", mpath)
+			res.Status, res.Rows, res.Counts = "skipped", rowsByKind(have), have.Counts
+			return res, nil
+		}
+	}
+
+	// Anything this shard part left before (a stale manifest, shards of a
+	// killed run, temp files) goes first: a stage's output is all-or-nothing.
+	if err := clearPart(dir, sh); err != nil {
+		return nil, err
+	}
+	stage, err := r.Registry.Build(spec.Type, cfg.StageConfig(spec))
+	if err != nil {
+		return nil, err
+	}
+	sc := &StageContext{Name: spec.Name, Type: spec.Type, Dir: dir, Shard: sh, Log: log,
+		inputs: inputs.shards, writerOp: opts.Writer, prefix: partPrefix(sh), progress: opts.Progress}
+	sc.Files = inputs.files
+	log.Info("stage started", "inputs", len(inputs.shards), "files", len(inputs.files), "shard", sh.String())
+	if err := stage.Run(ctx, sc); err != nil {
+		for _, a := range sc.aborts {
+			a()
+		}
+		return nil, err
+	}
+	var shards []ShardInfo
+	for _, w := range sc.writers {
+		infos, err := w.Close()
+		if err != nil {
+			return nil, err
+		}
+		shards = append(shards, infos...)
+	}
+	sort.Slice(shards, func(i, j int) bool { return shards[i].Path < shards[j].Path })
+	want.Shards = shards
+	if want.Shards == nil {
+		want.Shards = []ShardInfo{}
+	}
+	want.Counts = sc.counts
+	if err := WriteManifest(dir, ManifestName(sh), want); err != nil {
+		return nil, err
+	}
+	res.Status, res.Rows, res.Counts = "ran", rowsByKind(want), want.Counts
+	res.Seconds = time.Since(start).Seconds()
+	log.Info("stage committed", "seconds", fmt.Sprintf("%.2f", res.Seconds), "rows", res.Rows, "counts", res.Counts)
+	return res, nil
+}
+
+type stageInputs struct {
+	shards []InputShard
+	files  []string
+}
+
+// collectInputs gathers a stage's upstream shards and raw files for this
+// shard part. Upstream outputs are addressed by their manifests' hashes, so
+// a changed upstream makes this stage stale.
+func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string) (stageInputs, []InputRef, error) {
+	var in stageInputs
+	refs := []InputRef{}
+	for _, from := range spec.From {
+		out, err := LoadStageOutput(filepath.Join(work, from))
+		if err != nil {
+			return in, nil, fmt.Errorf("from %s: %w", from, err)
+		}
+		samePart := len(out.Parts) == sh.Count && sh.Count > 1
+		var fromShards []InputShard
+		for pi, m := range out.Parts {
+			if samePart && pi != sh.Index {
+				continue
+			}
+			mh, err := HashFile(out.Manifests[pi])
+			if err != nil {
+				return in, nil, err
+			}
+			refs = append(refs, InputRef{Kind: "manifest", Path: filepath.Join(from, filepath.Base(out.Manifests[pi])), SHA256: mh})
+			for _, s := range m.Shards {
+				fromShards = append(fromShards, InputShard{Stage: from, Kind: s.Kind, Path: filepath.Join(out.Dir, s.Path), Rows: s.Rows})
+			}
+		}
+		for i, s := range fromShards {
+			// Upstream split the same way: take its part i whole. Otherwise
+			// take every Nth of its shards.
+			if samePart || sh.Owns(i) {
+				in.shards = append(in.shards, s)
+			}
+		}
+	}
+	files, err := expandInputs(cfg, spec.Inputs)
+	if err != nil {
+		return in, nil, err
+	}
+	for i, f := range files {
+		if !sh.Owns(i) {
+			continue
+		}
+		h, err := HashFile(f)
+		if err != nil {
+			return in, nil, err
+		}
+		rel, _ := filepath.Rel(cfg.Dir(), f)
+		refs = append(refs, InputRef{Kind: "file", Path: rel, SHA256: h})
+		in.files = append(in.files, f)
+	}
+	return in, refs, nil
+}
+
+// expandInputs resolves input paths; a directory stands for every regular
+// file under it, in lexical order.
+func expandInputs(cfg *PipelineConfig, inputs []string) ([]string, error) {
+	var out []string
+	for _, in := range inputs {
+		p := resolvePath(cfg.Dir(), in)
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: input %s: %v", ErrInput, in, err)
+		}
+		if !st.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") {
+				out = append(out, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: input %s: %v", ErrInput, in, err)
+		}
+	}
+	return out, nil
+}
+
+func sameFingerprint(a, b *Manifest) bool {
+	if a.Version != b.Version || a.Type != b.Type || a.ConfigHash != b.ConfigHash || a.Shard != b.Shard || len(a.Inputs) != len(b.Inputs) {
+		return false
+	}
+	for i := range a.Inputs {
+		if a.Inputs[i] != b.Inputs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// shardsIntact checks that every listed shard exists with its size; a
+// manifest whose files were deleted or truncated is stale.
+func shardsIntact(dir string, m *Manifest) bool {
+	for _, s := range m.Shards {
+		st, err := os.Stat(filepath.Join(dir, s.Path))
+		if err != nil || st.Size() != s.Bytes {
+			return false
+		}
+	}
+	return true
+}
+
+func partPrefix(sh Shard) string {
+	if sh.Count <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("part-%04d-of-%04d.", sh.Index, sh.Count)
+}
+
+// clearPart removes this shard part's manifest, shards and temp files. In
+// an unsharded run that is everything in the stage directory.
+func clearPart(dir string, sh Shard) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	prefix := partPrefix(sh)
+	mname := ManifestName(sh)
+	for _, e := range ents {
+		name := e.Name()
+		mine := name == mname || IsTempName(name) ||
+			(prefix != "" && strings.HasPrefix(name, prefix)) ||
+			(prefix == "" && (strings.HasSuffix(name, ".parquet") || strings.HasPrefix(name, "manifest")))
+		if !mine {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("%w: %v", ErrIO, err)
+		}
+	}
+	return syncDir(dir)
+}
+
+func rowsByKind(m *Manifest) map[string]int64 {
+	out := map[string]int64{}
+	for _, s := range m.Shards {
+		out[s.Kind] += s.Rows
+	}
+	return out
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, append(data, '\n'))
+}

@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// IsParquet reports whether path names a Parquet file (by extension).
+func IsParquet(path string) bool { return strings.EqualFold(filepath.Ext(path), ".parquet") }
+
+// ParquetReader streams rows of T from one Parquet file, a record batch at a
+// time. Read follows io.Reader's convention: it returns io.EOF after the last
+// row.
+type ParquetReader[T any] struct {
+	path  string
+	codec *Codec[T]
+	pf    *file.Reader
+	rr    pqarrow.RecordReader
+	buf   []T
+}
+
+// OpenParquet opens path for streaming. mem may be nil (Go allocator).
+func OpenParquet[T any](ctx context.Context, path string, mem memory.Allocator) (*ParquetReader[T], error) {
+	c, err := NewCodec[T]()
+	if err != nil {
+		return nil, err
+	}
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	pf, err := openParquetFile(path)
+	if err != nil {
+		return nil, err
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1024, Parallel: false}, mem)
+	if err != nil {
+		pf.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrInput, path, err)
+	}
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		pf.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrInput, path, err)
+	}
+	return &ParquetReader[T]{path: path, codec: c, pf: pf, rr: rr}, nil
+}
+
+// openParquetFile opens a Parquet file, turning the library's panics on
+// corrupt footers into errors that name the file.
+func openParquetFile(path string) (pf *file.Reader, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	if st.Size() == 0 {
+		return nil, fmt.Errorf("%w: %s: empty file (0 bytes), not Parquet", ErrInput, path)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			pf, err = nil, fmt.Errorf("%w: %s: corrupt Parquet: %v", ErrInput, path, r)
+		}
+	}()
+	pf, err = file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: not a readable Parquet file (size %d): %v", ErrInput, path, st.Size(), err)
+	}
+	return pf, nil
+}
+
+// Next returns the next batch of rows (valid until the next call), or io.EOF.
+func (r *ParquetReader[T]) Next() (rows []T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rows, err = nil, fmt.Errorf("%w: %s: corrupt Parquet data: %v", ErrInput, r.path, p)
+		}
+	}()
+	if !r.rr.Next() {
+		if err := r.rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInput, r.path, err)
+		}
+		return nil, io.EOF
+	}
+	rec := r.rr.RecordBatch()
+	r.buf, err = r.codec.Read(rec, r.buf[:0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.path, err)
+	}
+	return r.buf, nil
+}
+
+// Schema returns the file's Arrow schema.
+func (r *ParquetReader[T]) Schema() *arrow.Schema { return r.rr.Schema() }
+
+// Close releases the reader.
+func (r *ParquetReader[T]) Close() error {
+	r.rr.Release()
+	return r.pf.Close()
+}
+
+// JSONLError describes one bad line of a JSONL file.
+type JSONLError struct {
+	Path string
+	Line int64
+	Err  error
+}
+
+func (e *JSONLError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
+func (e *JSONLError) Unwrap() error { return ErrInput }
+
+// MaxJSONLLine bounds one JSONL line; longer lines are reported, not read.
+const MaxJSONLLine = 256 << 20
+
+// ScanJSONL calls fn for every non-blank line of a JSONL file with the line
+// number and raw bytes (valid only during the call). A line with invalid
+// UTF-8 or over MaxJSONLLine is passed to bad instead, and scanning goes on.
+func ScanJSONL(path string, fn func(line int64, raw []byte) error, bad func(*JSONLError)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	var line int64
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(buf) > MaxJSONLLine {
+				line++
+				bad(&JSONLError{Path: path, Line: line, Err: fmt.Errorf("line longer than %d bytes", MaxJSONLLine)})
+				buf = buf[:0]
+				if err := skipLine(br); err != nil {
+					return nil
+				}
+			}
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: %s: read at line %d: %v", ErrInput, path, line+1, err)
+		}
+		if len(buf) > 0 {
+			line++
+			raw := bytes.TrimSpace(buf)
+			switch {
+			case len(raw) == 0:
+			case !utf8.Valid(raw):
+				bad(&JSONLError{Path: path, Line: line, Err: fmt.Errorf("invalid UTF-8 at byte %d", invalidUTF8At(raw))})
+			default:
+				if ferr := fn(line, raw); ferr != nil {
+					return ferr
+				}
+			}
+		}
+		buf = buf[:0]
+		if err != nil {
+			return nil
+		}
+	}
+}
+
+func skipLine(br *bufio.Reader) error {
+	for {
+		_, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return err
+	}
+}
+
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// ReadRows reads every row of a Parquet or JSONL file into T. In JSONL, a
+// line that does not decode is an error naming the file and line.
+func ReadRows[T any](path string) ([]T, error) {
+	if IsParquet(path) {
+		r, err := OpenParquet[T](context.Background(), path, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		var out []T
+		for {
+			rows, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rows...)
+		}
+	}
+	var out []T
+	var firstBad *JSONLError
+	err := ScanJSONL(path, func(line int64, raw []byte) error {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return &JSONLError{Path: path, Line: line, Err: err}
+		}
+		out = append(out, v)
+		return nil
+	}, func(e *JSONLError) {
+		if firstBad == nil {
+			firstBad = e
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if firstBad != nil {
+		return nil, firstBad
+	}
+	return out, nil
+}
+
+// ReadAll reads rows from several files in order.
+func ReadAll[T any](paths ...string) ([]T, error) {
+	var out []T
+	for _, p := range paths {
+		rows, err := ReadRows[T](p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}

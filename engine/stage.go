@@ -1,0 +1,223 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Stage is one step of a pipeline. Run reads the stage's input shards (from
+// sc.Inputs and sc.Files) and writes its output through StageWriter. It must
+// be deterministic: the same inputs and config give the same rows in the
+// same order. Rows it filters out are written as "rejections", not dropped.
+// Returning an error fails the build; no manifest is written, and a re-run
+// redoes the stage.
+type Stage interface {
+	Run(ctx context.Context, sc *StageContext) error
+}
+
+// StageFunc adapts a function to Stage.
+type StageFunc func(ctx context.Context, sc *StageContext) error
+
+// Run implements Stage.
+func (f StageFunc) Run(ctx context.Context, sc *StageContext) error { return f(ctx, sc) }
+
+// StageConfig is a stage's `config:` block from the pipeline YAML.
+type StageConfig struct {
+	Name string
+	node *yaml.Node
+	dir  string // directory of the pipeline file, for relative paths
+}
+
+// NewStageConfig builds a StageConfig from YAML text (for tests and tools).
+func NewStageConfig(name, text string) (StageConfig, error) {
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &n); err != nil {
+		return StageConfig{}, fmt.Errorf("%w: stage %s: %v", ErrConfig, name, err)
+	}
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		return StageConfig{Name: name, node: n.Content[0]}, nil
+	}
+	return StageConfig{Name: name}, nil
+}
+
+// Decode decodes the block into v (which should hold defaults already).
+// Unknown keys are errors, so a typo in a config does not pass silently.
+func (c StageConfig) Decode(v any) error {
+	if c.node == nil {
+		return nil
+	}
+	data, err := yaml.Marshal(c.node)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: stage %s config: %v", ErrConfig, c.Name, err)
+	}
+	return nil
+}
+
+// Path resolves a path from the config relative to the pipeline file.
+func (c StageConfig) Path(p string) string { return resolvePath(c.dir, p) }
+
+// StageFactory builds a stage from its config, validating it.
+type StageFactory func(cfg StageConfig) (Stage, error)
+
+// Registry maps stage type names to factories. Packages add their stages
+// with an explicit RegisterStages(reg) call; nothing registers itself.
+type Registry struct {
+	mu    sync.Mutex
+	types map[string]registered
+}
+
+type registered struct {
+	factory StageFactory
+	doc     string
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{types: map[string]registered{}} }
+
+// Register adds a stage type. Registering a name twice panics: it is a
+// programming error caught by the first test that builds the registry.
+func (r *Registry) Register(typeName string, f StageFactory, doc string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.types[typeName]; dup {
+		panic("engine: stage type registered twice: " + typeName)
+	}
+	r.types[typeName] = registered{f, doc}
+}
+
+// Build makes a stage of a registered type.
+func (r *Registry) Build(typeName string, cfg StageConfig) (Stage, error) {
+	r.mu.Lock()
+	reg, ok := r.types[typeName]
+	r.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown stage type %q (known: %s)", ErrConfig, typeName, strings.Join(r.Types(), ", "))
+	}
+	return reg.factory(cfg)
+}
+
+// Types lists registered type names, sorted.
+func (r *Registry) Types() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for k := range r.types {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Doc returns a type's one-line description.
+func (r *Registry) Doc(typeName string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.types[typeName].doc
+}
+
+// InputShard is one committed shard from an upstream stage.
+type InputShard struct {
+	Stage string
+	Kind  string
+	Path  string
+	Rows  int64
+}
+
+// StageContext is what a running stage sees.
+type StageContext struct {
+	Name  string // the stage's name in the pipeline
+	Type  string
+	Dir   string   // the stage's output directory
+	Files []string // raw input files from the config, this shard's subset
+	Shard Shard
+	Log   *slog.Logger
+
+	inputs   []InputShard
+	writerOp WriterOptions
+	prefix   string
+	progress ProgressFactory
+
+	mu      sync.Mutex
+	writers []interface{ Close() ([]ShardInfo, error) }
+	aborts  []func()
+	counts  map[string]int64
+}
+
+// Inputs returns the upstream shards of a kind ("" for all), in order.
+func (sc *StageContext) Inputs(kind string) []InputShard {
+	var out []InputShard
+	for _, in := range sc.inputs {
+		if kind == "" || in.Kind == kind {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// InputPaths returns the paths of Inputs(kind).
+func (sc *StageContext) InputPaths(kind string) []string {
+	var out []string
+	for _, in := range sc.Inputs(kind) {
+		out = append(out, in.Path)
+	}
+	return out
+}
+
+// InputRows totals the rows of upstream shards of a kind.
+func (sc *StageContext) InputRows(kind string) int64 {
+	var n int64
+	for _, in := range sc.Inputs(kind) {
+		n += in.Rows
+	}
+	return n
+}
+
+// Count adds n to a named funnel counter recorded in the manifest and the
+// run summary (e.g. "admitted", "rejected.static").
+func (sc *StageContext) Count(name string, n int64) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.counts == nil {
+		sc.counts = map[string]int64{}
+	}
+	sc.counts[name] += n
+}
+
+// Progress returns a progress reporter for total units of work.
+func (sc *StageContext) Progress(total int64) Progress {
+	if sc.progress == nil {
+		return nopProgress{}
+	}
+	return sc.progress(sc.Name, total)
+}
+
+// StageWriter opens a shard writer for a kind of output ("items",
+// "evidence", "rejections", ...). The runner commits it after Run returns, so
+// a stage need not close it; if it does, the result is the same.
+func StageWriter[T any](sc *StageContext, kind string) (*ShardWriter[T], error) {
+	w, err := NewShardWriter[T](sc.Dir, sc.prefix+kind, kind, sc.writerOp)
+	if err != nil {
+		return nil, err
+	}
+	sc.mu.Lock()
+	sc.writers = append(sc.writers, w)
+	sc.aborts = append(sc.aborts, w.Abort)
+	sc.mu.Unlock()
+	return w, nil
+}
+
+// ReadInputs reads all upstream rows of a kind into T.
+func ReadInputs[T any](sc *StageContext, kind string) ([]T, error) {
+	return ReadAll[T](sc.InputPaths(kind)...)
+}
