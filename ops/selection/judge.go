@@ -1,0 +1,201 @@
+package selection
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+// Verifier judges candidates against their items. items[i] is the task of
+// cands[i]; it returns one evidence record per candidate, in order. A
+// candidate's failure is a verdict in its record; the error is reserved for
+// failures of the whole call (cancelled context, unusable toolchain).
+type Verifier interface {
+	Verify(ctx context.Context, items []engine.Item, cands []engine.Candidate) ([]engine.Evidence, error)
+}
+
+// Judged is one usable rollout with its verdict.
+type Judged struct {
+	Rollout  Rollout
+	Answer   string // the extracted code; empty when extraction failed
+	Evidence engine.Evidence
+	Attached bool // the verdict came with the rollout
+}
+
+// Pass, Judged and Fail classify the verdict.
+func (j *Judged) Pass() bool     { return j.Evidence.Status == engine.StatusPass }
+func (j *Judged) Fail() bool     { return j.Evidence.Status == engine.StatusFail }
+func (j *Judged) Unjudged() bool { return j.Evidence.Status == engine.StatusUnjudged }
+
+// JudgeOptions configures Judge.
+type JudgeOptions struct {
+	Extractor *Extractor
+	// Verifier judges rollouts without an attached verdict. Nil makes them
+	// unjudged at stage toolchain_missing: no verdict is better than a guess.
+	Verifier Verifier
+	// Items maps task_id to its item. Rollouts of tasks missing here are
+	// rejected when they need verification, or when RequireItems is set.
+	Items        map[string]engine.Item
+	RequireItems bool
+	BatchSize    int // candidates per Verify call; <=0 means 256
+}
+
+// Judge validates rollouts, extracts answers, verifies those without an
+// attached verdict and returns the usable rollouts with their verdicts,
+// sorted by (task, policy, round, sample), plus rejection rows for unusable
+// ones. rows[i] is referred to as row i (0-based) in rejection details.
+func Judge(ctx context.Context, rows []Rollout, opt JudgeOptions) ([]Judged, []engine.Rejection, error) {
+	if opt.Extractor == nil {
+		return nil, nil, fmt.Errorf("%w: Judge needs an extractor", ErrConfig)
+	}
+	batch := opt.BatchSize
+	if batch <= 0 {
+		batch = 256
+	}
+	var (
+		out   []Judged
+		rejs  []engine.Rejection
+		seen  = map[string]int{}
+		queue []int // indexes into out awaiting the verifier
+	)
+	reject := func(i int, r *Rollout, reason, detail string) {
+		rejs = append(rejs, engine.Rejection{ItemID: r.TaskID, Stage: "select", Gate: "rollout",
+			Reason: reason, Detail: fmt.Sprintf("rollout row %d: %s", i, detail)})
+	}
+	for i := range rows {
+		r := &rows[i]
+		if reason, detail := checkRollout(r); reason != "" {
+			reject(i, r, reason, detail)
+			continue
+		}
+		id := r.CandidateID()
+		if first, dup := seen[id]; dup {
+			reject(i, r, "duplicate_rollout", fmt.Sprintf("same task/policy/round/sample as row %d", first))
+			continue
+		}
+		seen[id] = i
+		_, known := opt.Items[r.TaskID]
+		if !known && (opt.RequireItems || !r.HasVerdict()) {
+			reject(i, r, "unknown_task", fmt.Sprintf("task_id %q is not among the items", r.TaskID))
+			continue
+		}
+		j := Judged{Rollout: *r}
+		switch {
+		case r.HasVerdict():
+			j.Evidence, j.Attached = attachedEvidence(r), true
+			// The answer is informative only (kept trajectories); the
+			// attached verdict stands even when nothing extracts.
+			j.Answer, _ = opt.Extractor.Extract(r.Response)
+		default:
+			ans, err := opt.Extractor.Extract(r.Response)
+			if err != nil {
+				j.Evidence = engine.Evidence{ItemID: r.TaskID, CandidateID: id, Status: engine.StatusFail,
+					FailureStage: engine.StageExtract, Cause: err.Error(),
+					Provenance: engine.EvidenceProvenance{Verifier: "selection/extract"}, Attempts: 1}
+			} else {
+				j.Answer = ans
+				queue = append(queue, len(out))
+			}
+		}
+		out = append(out, j)
+	}
+	if err := verifyQueued(ctx, out, queue, opt, batch); err != nil {
+		return nil, nil, err
+	}
+	sort.SliceStable(out, func(a, b int) bool { return lessRollout(&out[a].Rollout, &out[b].Rollout) })
+	return out, rejs, nil
+}
+
+func verifyQueued(ctx context.Context, out []Judged, queue []int, opt JudgeOptions, batch int) error {
+	if opt.Verifier == nil {
+		for _, k := range queue {
+			r := &out[k].Rollout
+			out[k].Evidence = engine.Evidence{ItemID: r.TaskID, CandidateID: r.CandidateID(),
+				Status: engine.StatusUnjudged, FailureStage: engine.StageToolchainMissing,
+				Cause: "no verifier configured for rollouts without an attached verdict"}
+		}
+		return nil
+	}
+	for start := 0; start < len(queue); start += batch {
+		end := min(start+batch, len(queue))
+		items := make([]engine.Item, 0, end-start)
+		cands := make([]engine.Candidate, 0, end-start)
+		for _, k := range queue[start:end] {
+			r := &out[k].Rollout
+			items = append(items, opt.Items[r.TaskID])
+			cands = append(cands, engine.Candidate{ItemID: r.TaskID, CandidateID: r.CandidateID(), Code: out[k].Answer})
+		}
+		evs, err := opt.Verifier.Verify(ctx, items, cands)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrVerify, err)
+		}
+		if len(evs) != len(cands) {
+			return fmt.Errorf("%w: %d evidence records for %d candidates", ErrVerify, len(evs), len(cands))
+		}
+		for i, k := range queue[start:end] {
+			if evs[i].CandidateID != "" && evs[i].CandidateID != cands[i].CandidateID {
+				return fmt.Errorf("%w: evidence %d is for candidate %q, expected %q", ErrVerify, i, evs[i].CandidateID, cands[i].CandidateID)
+			}
+			out[k].Evidence = evs[i]
+			out[k].Evidence.ItemID, out[k].Evidence.CandidateID = cands[i].ItemID, cands[i].CandidateID
+		}
+	}
+	return nil
+}
+
+func lessRollout(a, b *Rollout) bool {
+	if a.TaskID != b.TaskID {
+		return a.TaskID < b.TaskID
+	}
+	if a.Policy != b.Policy {
+		return a.Policy < b.Policy
+	}
+	if a.Round != b.Round {
+		return a.Round < b.Round
+	}
+	return a.SampleIndex < b.SampleIndex
+}
+
+// CoarseFeedback is the short verifier feedback a policy sees after a failed
+// response: a fixed phrase per failure stage, plus the first line of the
+// cause only for build failures (a compiler message says nothing about the
+// expected behaviour). Simulation causes can quote expected values, so they
+// never appear. A producer-recorded Feedback wins.
+func CoarseFeedback(j *Judged) string {
+	if j.Rollout.Feedback != "" {
+		return j.Rollout.Feedback
+	}
+	ev := &j.Evidence
+	phrase, ok := stagePhrases[ev.FailureStage]
+	if !ok {
+		phrase = "failed at " + ev.FailureStage
+	}
+	switch ev.FailureStage {
+	case engine.StageExtract, engine.StageStatic, engine.StageCompile, engine.StageElaborate:
+		cause, _, _ := strings.Cut(strings.TrimSpace(ev.Cause), "\n")
+		if len(cause) > 200 {
+			cause = cause[:200] + "..."
+		}
+		if cause != "" {
+			return phrase + ": " + cause
+		}
+	}
+	return phrase
+}
+
+var stagePhrases = map[string]string{
+	engine.StageExtract:     "no code block found in the response",
+	engine.StageStatic:      "rejected by static checks",
+	engine.StageCompile:     "compilation failed",
+	engine.StageElaborate:   "elaboration or linking failed",
+	engine.StageSimulate:    "crashed while running",
+	engine.StageTimeout:     "timed out",
+	engine.StageResource:    "exceeded a resource limit",
+	engine.StageMismatch:    "produced wrong outputs",
+	engine.StageNoVerdict:   "ran without producing a passing verdict",
+	engine.StageExploit:     "tried to game the checker",
+	engine.StagePerformance: "correct but too slow",
+}
