@@ -1,0 +1,28 @@
+# Crucible — the two commands for a fresh Debian machine are `make demo` and `make test`.
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+export PATH := $(dir $(GO)):$(PATH)
+BIN := bin/crucible
+TEST_TIMEOUT ?= 20m
+
+.PHONY: all setup build demo test bench gpu-check clean
+
+all: build
+
+setup:
+	bash scripts/setup.sh
+
+build:
+	$(GO) build -o $(BIN) ./cmd/crucible
+
+demo: setup build
+	./$(BIN) build --config examples/nightly.yaml
+
+test: setup
+	$(GO) vet ./...
+	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+bench: setup
+	$(GO) test -run '^$$' -bench . -benchmem ./engine/...
+
+clean:
+	rm -rf bin out

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+// BuildOptions are `crucible build`'s flags.
+type BuildOptions struct {
+	Config  string
+	Shard   string
+	Stages  []string
+	Force   bool
+	WorkDir string
+	Out     io.Writer
+	Bars    *engine.Bars
+}
+
+func newBuildCmd() *cobra.Command {
+	var o BuildOptions
+	c := &cobra.Command{
+		Use:   "build --config FILE",
+		Short: "Run a pipeline; stages whose manifests match their inputs and config are skipped",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Out, o.Bars = cmd.OutOrStdout(), progressBars()
+			return runBuild(cmd.Context(), o)
+		},
+	}
+	c.Flags().StringVar(&o.Config, "config", "", "pipeline YAML file (required)")
+	c.Flags().StringVar(&o.Shard, "shard", "", "run the deterministic subset i/N of each stage's inputs")
+	c.Flags().StringSliceVar(&o.Stages, "stage", nil, "run only these stages (their upstreams must be complete)")
+	c.Flags().BoolVar(&o.Force, "force", false, "redo stages even when their manifests are current")
+	c.Flags().StringVar(&o.WorkDir, "work-dir", "", "override the pipeline's work_dir")
+	_ = c.MarkFlagRequired("config")
+	return c
+}
+
+func runBuild(ctx context.Context, o BuildOptions) error {
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	sh, err := engine.ParseShard(o.Shard)
+	if err != nil {
+		return err
+	}
+	reg := newRegistry()
+	cfg, err := engine.LoadPipeline(o.Config, reg)
+	if err != nil {
+		return err
+	}
+	if o.WorkDir != "" {
+		abs, err := filepath.Abs(o.WorkDir)
+		if err != nil {
+			return err
+		}
+		cfg.WorkDir = abs
+	}
+	var pf engine.ProgressFactory
+	if o.Bars != nil {
+		pf = o.Bars.Factory()
+		defer o.Bars.Wait()
+	}
+	r := &engine.Runner{Registry: reg}
+	sum, err := r.Run(ctx, cfg, engine.RunOptions{Shard: sh, Only: o.Stages, Force: o.Force, Progress: pf, Log: slog.Default()})
+	if sum != nil {
+		printRunSummary(o.Out, sum, sh)
+	}
+	return err
+}
+
+func printRunSummary(w io.Writer, sum *engine.RunSummary, sh engine.Shard) {
+	fmt.Fprintf(w, "\npipeline %s", sum.Pipeline)
+	if sh.Count > 1 {
+		fmt.Fprintf(w, " (shard %s)", sh)
+	}
+	fmt.Fprintln(w)
+	for _, s := range sum.Stages {
+		fmt.Fprintf(w, "  %-14s %-8s %6.2fs", s.Name, s.Status, s.Seconds)
+		kinds := make([]string, 0, len(s.Rows))
+		for k := range s.Rows {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		for _, k := range kinds {
+			fmt.Fprintf(w, "  %s=%d", k, s.Rows[k])
+		}
+		fmt.Fprintln(w)
+		keys := make([]string, 0, len(s.Counts))
+		for k := range s.Counts {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "      %-28s %d\n", k, s.Counts[k])
+		}
+	}
+	fmt.Fprintf(w, "shards and manifests: %s/<stage>/\nrun summary: %s\n", sum.WorkDir, filepath.Join(sum.WorkDir, summaryFile(sh)))
+}
+
+func summaryFile(sh engine.Shard) string {
+	if sh.Count <= 1 {
+		return "run-summary.json"
+	}
+	return fmt.Sprintf("run-summary-%04d-of-%04d.json", sh.Index, sh.Count)
+}

@@ -1,0 +1,22 @@
+// Command crucible is the batch engine's command-line interface.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCmd()
+	err := root.ExecuteContext(ctx)
+	code := exitCode(ctx, err)
+	if err != nil && code != exitOK {
+		fmt.Fprintln(os.Stderr, "crucible:", err)
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,14 @@
+package ingest
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+func isTaskJSON(path string) bool { return filepath.Base(path) == "task.json" }
+
+func isDataFile(path string) bool {
+	return strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".json") && !isTaskJSON(path) || engine.IsParquet(path)
+}

@@ -1,0 +1,278 @@
+// Package ingest turns input files into item rows: JSONL or Parquet in the
+// item contract, the VerilogEval layout, or a directory of task folders.
+// Every row is validated; a bad row becomes a rejection row naming the file,
+// line and field, and ingest goes on. Only an unreadable file is an error.
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+// Presets name input layouts.
+const (
+	PresetItems       = "items"        // the item contract (JSONL field names = Parquet columns)
+	PresetVerilogEval = "verilog-eval" // {id, source, task, prompt, ref, test}
+	PresetTaskDir     = "taskdir"      // <dir>/<task>/{task.json, instruction.md, reference.*, testbench.sv}
+)
+
+// Presets lists the valid preset names.
+var Presets = []string{PresetItems, PresetVerilogEval, PresetTaskDir}
+
+// Sink receives ingested rows in input order.
+type Sink struct {
+	Item   func(engine.Item) error
+	Reject func(engine.Rejection) error
+}
+
+// Stats counts what ingest saw.
+type Stats struct {
+	Files    int
+	Rows     int64
+	Items    int64
+	Rejected int64
+	Reasons  map[string]int64
+}
+
+// Ingester validates rows and passes them on, rejecting duplicates.
+type Ingester struct {
+	Preset string
+	Sink   Sink
+	Stats  Stats
+	seen   map[string]bool
+}
+
+// New returns an ingester for a preset.
+func New(preset string, sink Sink) (*Ingester, error) {
+	if preset == "" {
+		preset = PresetItems
+	}
+	ok := false
+	for _, p := range Presets {
+		ok = ok || p == preset
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown preset %q (known: %s)", engine.ErrConfig, preset, strings.Join(Presets, ", "))
+	}
+	return &Ingester{Preset: preset, Sink: sink, seen: map[string]bool{}, Stats: Stats{Reasons: map[string]int64{}}}, nil
+}
+
+// IngestPaths ingests files and directories in order. A directory under
+// the taskdir preset is a folder of task folders; under other presets it
+// stands for the .jsonl and .parquet files below it.
+func (g *Ingester) IngestPaths(ctx context.Context, paths []string) error {
+	files, err := g.expand(paths)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := g.IngestFile(ctx, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *Ingester) expand(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", engine.ErrInput, err)
+		}
+		if !st.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			name := d.Name()
+			switch {
+			case d.IsDir():
+			case g.Preset == PresetTaskDir && name == "task.json":
+				out = append(out, path)
+			case g.Preset != PresetTaskDir && (strings.HasSuffix(name, ".jsonl") || engine.IsParquet(name)):
+				out = append(out, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", engine.ErrInput, err)
+		}
+	}
+	return out, nil
+}
+
+// IngestFile ingests one file (for taskdir: one task.json).
+func (g *Ingester) IngestFile(ctx context.Context, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", engine.ErrInput, err)
+	}
+	g.Stats.Files++
+	// The source snapshot time stands for the ingest time, so that re-running
+	// an ingest over unchanged files writes identical shards.
+	mtime := st.ModTime().UTC().Truncate(time.Second)
+	switch {
+	case g.Preset == PresetTaskDir || filepath.Base(path) == "task.json":
+		g.Stats.Rows++
+		it, ferr := readTaskDir(filepath.Dir(path))
+		if ferr != nil {
+			return g.reject("", path, 0, "invalid_value", ferr.Error())
+		}
+		return g.accept(it, path, 0, mtime)
+	case engine.IsParquet(path):
+		return g.ingestParquet(ctx, path, mtime)
+	default:
+		return g.ingestJSONL(path, mtime)
+	}
+}
+
+func (g *Ingester) ingestJSONL(path string, mtime time.Time) error {
+	if st, err := os.Stat(path); err == nil && st.Size() == 0 {
+		return nil // an empty file holds no rows; the stats show 0
+	}
+	return engine.ScanJSONL(path, func(line int64, raw []byte) error {
+		g.Stats.Rows++
+		it, err := g.decode(raw)
+		if err != nil {
+			return g.reject(idOf(raw), path, line, "invalid_json", err.Error())
+		}
+		return g.accept(it, path, line, mtime)
+	}, func(e *engine.JSONLError) {
+		g.Stats.Rows++
+		reason := "invalid_utf8"
+		if strings.Contains(e.Err.Error(), "longer than") {
+			reason = "too_large"
+		}
+		_ = g.reject("", path, e.Line, reason, e.Err.Error())
+	})
+}
+
+func (g *Ingester) ingestParquet(ctx context.Context, path string, mtime time.Time) error {
+	if g.Preset == PresetVerilogEval {
+		return g.parquetRows(ctx, path, func(r veRow) engine.Item { return fromVerilogEval(r) }, mtime)
+	}
+	return g.parquetRows(ctx, path, func(it engine.Item) engine.Item { return it }, mtime)
+}
+
+func parquetLoop[T any](ctx context.Context, path string, fn func(row int64, v T) error) error {
+	r, err := engine.OpenParquet[T](ctx, path, nil)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var row int64
+	for {
+		rows, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%w (after row %d)", err, row)
+		}
+		for _, v := range rows {
+			row++
+			if err := fn(row, v); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (g *Ingester) parquetRows(ctx context.Context, path string, conv any, mtime time.Time) error {
+	switch f := conv.(type) {
+	case func(veRow) engine.Item:
+		return parquetLoop(ctx, path, func(row int64, v veRow) error { g.Stats.Rows++; return g.acceptChecked(f(v), path, row, mtime) })
+	case func(engine.Item) engine.Item:
+		return parquetLoop(ctx, path, func(row int64, v engine.Item) error { g.Stats.Rows++; return g.acceptChecked(f(v), path, row, mtime) })
+	}
+	return nil
+}
+
+// acceptChecked screens strings from Parquet for invalid UTF-8, which the
+// JSONL path catches per line.
+func (g *Ingester) acceptChecked(it engine.Item, path string, row int64, mtime time.Time) error {
+	for name, s := range map[string]string{"item_id": it.ItemID, "instruction": it.Instruction, "reference": it.Reference, "verifier.harness": it.Verifier.Harness} {
+		if !utf8.ValidString(s) {
+			return g.reject(it.ItemID, path, row, "invalid_utf8", name+": invalid UTF-8")
+		}
+	}
+	return g.accept(it, path, row, mtime)
+}
+
+func (g *Ingester) decode(raw []byte) (engine.Item, error) {
+	if g.Preset == PresetVerilogEval {
+		var r veRow
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return engine.Item{}, err
+		}
+		return fromVerilogEval(r), nil
+	}
+	var it engine.Item
+	err := json.Unmarshal(raw, &it)
+	return it, err
+}
+
+func (g *Ingester) accept(it engine.Item, path string, line int64, mtime time.Time) error {
+	it.Normalize(mtime)
+	if it.Provenance.Source == "" {
+		it.Provenance.Source = filepath.Base(path)
+	}
+	if errs := it.Validate(); len(errs) > 0 {
+		var parts []string
+		for _, e := range errs {
+			parts = append(parts, e.Error())
+		}
+		return g.reject(it.ItemID, path, line, errs[0].Reason, strings.Join(parts, "; "))
+	}
+	if g.seen[it.ItemID] {
+		return g.reject(it.ItemID, path, line, "duplicate_id", "item_id already ingested")
+	}
+	g.seen[it.ItemID] = true
+	g.Stats.Items++
+	return g.Sink.Item(it)
+}
+
+func (g *Ingester) reject(id, path string, line int64, reason, detail string) error {
+	g.Stats.Rejected++
+	g.Stats.Reasons[reason]++
+	where := path
+	if line > 0 {
+		where = fmt.Sprintf("%s:%d", path, line)
+	}
+	if len(detail) > 1024 {
+		detail = detail[:1024] + "…"
+	}
+	return g.Sink.Reject(engine.Rejection{ItemID: id, Stage: "ingest", Gate: "schema", Reason: reason, Detail: where + ": " + detail})
+}
+
+// idOf digs an item id out of a row that failed to decode, best effort.
+func idOf(raw []byte) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	for _, k := range []string{"item_id", "id"} {
+		var s string
+		if json.Unmarshal(m[k], &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
+}
