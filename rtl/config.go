@@ -1,0 +1,130 @@
+package rtl
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Simulator names.
+const (
+	SimIcarus    = "icarus"
+	SimVerilator = "verilator"
+)
+
+// Limits bound every simulator or compiler process a job starts. They are
+// applied with prlimit(1) to the child before it execs, so they hold for the
+// whole process tree the tool spawns.
+type Limits struct {
+	CompileTimeout    time.Duration // wall clock for iverilog / verilator builds
+	SimTimeout        time.Duration // wall clock for one simulation run
+	CPUSeconds        int           // RLIMIT_CPU per process (soft; hard = soft+1)
+	AddressSpaceBytes int64         // RLIMIT_AS per process
+	FileSizeBytes     int64         // RLIMIT_FSIZE: largest file a process may write
+	Processes         int           // RLIMIT_NPROC (not enforced for root by the kernel)
+	OutputKeepBytes   int           // bytes of each stream kept (half head, half tail)
+	OutputKillBytes   int64         // a stream growing past this kills the job (stage resource)
+	MaxCandidateBytes int           // candidate text larger than this is screened out (stage static)
+}
+
+// Config configures a Verifier. Build it with DefaultConfig and adjust.
+type Config struct {
+	Simulator string // icarus (default, 4-state, trusted) | verilator (2-state)
+	Workers   int    // concurrent jobs; default runtime.NumCPU()
+	// Retries is how many times an infrastructure failure (worker crash,
+	// disk full) is retried before the verdict becomes unjudged.
+	Retries      int
+	RetryBackoff time.Duration
+	Limits       Limits
+	// TempDir is where per-job directories are created ("" = os.TempDir()).
+	TempDir string
+	// CacheDir, when set, persists reference self-check results per
+	// (task, toolchain version) across runs; the in-memory cache is always on.
+	CacheDir string
+	// TrustTwoState lets a Verilator (2-state) run issue pass verdicts. By
+	// default the contracts trust only Icarus for pass: a candidate driving X
+	// must not pass where a 4-state simulator would catch it, so Verilator
+	// passes are reported unjudged (toolchain_unsupported) while its
+	// failures stand.
+	TrustTwoState bool
+	// Synth adds a Yosys synth cell count (and latch / loop findings) to
+	// every candidate that passes.
+	Synth          bool
+	IcarusFlags    []string // extra iverilog flags
+	VerilatorFlags []string // extra verilator flags
+	Logger         *slog.Logger
+}
+
+// DefaultConfig returns the production defaults.
+func DefaultConfig() Config {
+	return Config{
+		Simulator:    SimIcarus,
+		Workers:      runtime.NumCPU(),
+		Retries:      2,
+		RetryBackoff: 50 * time.Millisecond,
+		Limits: Limits{
+			CompileTimeout:    60 * time.Second,
+			SimTimeout:        30 * time.Second,
+			CPUSeconds:        60,
+			AddressSpaceBytes: 4 << 30,
+			FileSizeBytes:     64 << 20,
+			Processes:         4096,
+			OutputKeepBytes:   1 << 20,
+			OutputKillBytes:   16 << 20,
+			MaxCandidateBytes: 256 << 10,
+		},
+		IcarusFlags: nil,
+		Logger:      slog.Default(),
+	}
+}
+
+// Validate reports every bad field at once.
+func (c Config) Validate() error {
+	var bad []string
+	if c.Simulator != SimIcarus && c.Simulator != SimVerilator {
+		bad = append(bad, fmt.Sprintf("simulator %q (want icarus or verilator)", c.Simulator))
+	}
+	if c.Workers < 1 {
+		bad = append(bad, fmt.Sprintf("workers %d (want >= 1)", c.Workers))
+	}
+	if c.Retries < 0 {
+		bad = append(bad, fmt.Sprintf("retries %d (want >= 0)", c.Retries))
+	}
+	if c.RetryBackoff < 0 {
+		bad = append(bad, "retry_backoff is negative")
+	}
+	l := c.Limits
+	if l.CompileTimeout <= 0 {
+		bad = append(bad, "limits.compile_timeout must be > 0")
+	}
+	if l.SimTimeout <= 0 {
+		bad = append(bad, "limits.sim_timeout must be > 0")
+	}
+	if l.CPUSeconds < 1 {
+		bad = append(bad, "limits.cpu_seconds must be >= 1")
+	}
+	if l.AddressSpaceBytes < 64<<20 {
+		bad = append(bad, "limits.address_space_bytes must be >= 64 MiB")
+	}
+	if l.FileSizeBytes < 1<<20 {
+		bad = append(bad, "limits.file_size_bytes must be >= 1 MiB")
+	}
+	if l.Processes < 1 {
+		bad = append(bad, "limits.processes must be >= 1")
+	}
+	if l.OutputKeepBytes < 1024 {
+		bad = append(bad, "limits.output_keep_bytes must be >= 1024")
+	}
+	if l.OutputKillBytes < int64(l.OutputKeepBytes) {
+		bad = append(bad, "limits.output_kill_bytes must be >= output_keep_bytes")
+	}
+	if l.MaxCandidateBytes < 1 {
+		bad = append(bad, "limits.max_candidate_bytes must be >= 1")
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: %s", ErrConfig, strings.Join(bad, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,8 @@
+package rtl
+
+import "syscall"
+
+const (
+	sigXCPU = syscall.SIGXCPU
+	sigXFSZ = syscall.SIGXFSZ
+)

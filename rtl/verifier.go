@@ -1,0 +1,348 @@
+package rtl
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+// Verifier judges RTL candidates. It is safe for concurrent use; its
+// reference self-check cache lives as long as it does (and on disk when
+// Config.CacheDir is set).
+type Verifier struct {
+	cfg     Config
+	sim     simulator
+	prlimit string
+	log     *slog.Logger
+
+	refMu sync.Mutex
+	refs  map[string]*refEntry
+
+	// onProcessStart, when set (tests), sees every sandboxed process.
+	onProcessStart func(phase string, pid int)
+}
+
+// NewVerifier validates cfg. A missing toolchain is not an error here: it
+// shows up as unjudged verdicts (toolchain_missing), so a run still
+// produces one row per candidate.
+func NewVerifier(cfg Config) (*Verifier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.TempDir != "" {
+		if err := os.MkdirAll(cfg.TempDir, 0o700); err != nil {
+			return nil, fmt.Errorf("%w: temp dir: %v", ErrConfig, err)
+		}
+	}
+	if cfg.CacheDir != "" {
+		if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
+			return nil, fmt.Errorf("%w: cache dir: %v", ErrConfig, err)
+		}
+	}
+	v := &Verifier{cfg: cfg, sim: newSimulator(cfg), log: cfg.Logger, refs: map[string]*refEntry{}}
+	if p, err := exec.LookPath("prlimit"); err == nil {
+		v.prlimit = p
+	}
+	return v, nil
+}
+
+// Config returns the verifier's configuration.
+func (v *Verifier) Config() Config { return v.cfg }
+
+// Verify judges every candidate against its item and returns one evidence
+// row per candidate, in candidate order. Verdicts are data: the error is
+// non-nil only when ctx is cancelled.
+func (v *Verifier) Verify(ctx context.Context, items []engine.Item, cands []engine.Candidate) ([]engine.Evidence, error) {
+	byID := make(map[string]*engine.Item, len(items))
+	for i := range items {
+		byID[items[i].ItemID] = &items[i]
+	}
+	out := make([]engine.Evidence, len(cands))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(v.cfg.Workers)
+	for i := range cands {
+		g.Go(func() error {
+			ev, err := v.verifyOne(gctx, byID[cands[i].ItemID], cands[i])
+			if err != nil {
+				return err
+			}
+			out[i] = ev
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// VerifyOne judges a single candidate.
+func (v *Verifier) VerifyOne(ctx context.Context, item engine.Item, cand engine.Candidate) (engine.Evidence, error) {
+	return v.verifyOne(ctx, &item, cand)
+}
+
+func (v *Verifier) verifyOne(ctx context.Context, item *engine.Item, cand engine.Candidate) (engine.Evidence, error) {
+	ev := engine.Evidence{ItemID: cand.ItemID, CandidateID: cand.CandidateID}
+	ev.Provenance.Verifier = "rtl"
+	ev.Provenance.Toolchain = v.sim.Tools()
+	ev.Provenance.Flags = v.sim.Flags()
+	ev.Provenance.Inputs = []engine.InputHash{{Name: "candidate", SHA256: sha(cand.Code)}}
+	if item == nil {
+		return finish(ev, infraOutcome(engine.StagePayloadCorrupt, "no item with item_id "+cand.ItemID), 0), nil
+	}
+	ev.Provenance.Inputs = append(ev.Provenance.Inputs,
+		engine.InputHash{Name: "harness", SHA256: sha(item.Verifier.Harness)},
+		engine.InputHash{Name: "reference", SHA256: sha(item.Reference)},
+		engine.InputHash{Name: "contract", SHA256: sha(contractKey(item))})
+	if st, cause := v.sim.Check(); st != "" {
+		return finish(ev, infraOutcome(st, cause), 0), nil
+	}
+	if v.prlimit == "" {
+		return finish(ev, infraOutcome(engine.StageToolchainMissing, "prlimit (util-linux) not found on PATH"), 0), nil
+	}
+	c, err := ContractFor(*item)
+	if err != nil {
+		return finish(ev, infraOutcome(engine.StagePayloadCorrupt, err.Error()), 0), nil
+	}
+	ev.Provenance.Verifier = "rtl/" + c.Kind() + "/" + v.sim.Name()
+
+	ref, err := v.referenceCheck(ctx, *item, c)
+	if err != nil {
+		return ev, err
+	}
+	if !ref.OK {
+		return finish(ev, infraOutcome(ref.Stage, ref.Cause), 0), nil
+	}
+	assembled, finding := c.Assemble(cand.Code)
+	if finding == nil {
+		finding = screen(assembled, v.cfg.Limits.MaxCandidateBytes, c.names(), c.DUT())
+	}
+	if finding != nil {
+		return finish(ev, jobOutcome{Status: engine.StatusFail, Stage: engine.StageStatic, Cause: finding.Error()}, 0), nil
+	}
+	var o jobOutcome
+	var attempts int32
+	if ref.assembled != "" && assembled == ref.assembled {
+		// The candidate is the reference itself (a --self-check run): its
+		// verdict under this toolchain is exactly the self-check's.
+		o, attempts = ref.outcome, ref.Attempts
+	} else {
+		o, attempts, err = v.runWithRetries(ctx, c, assembled, ref.Expected)
+		if err != nil {
+			return ev, err
+		}
+	}
+	if o.Status == engine.StatusPass && !v.sim.FourState() && !v.cfg.TrustTwoState {
+		o.Status, o.Stage = engine.StatusUnjudged, engine.StageToolchainUnsupported
+		o.Cause = "passed under 2-state " + v.sim.Name() + ", which this contract does not trust for pass (set TrustTwoState)"
+	}
+	ev = finish(ev, o, attempts)
+	if o.Verdict.Counted || ref.Expected > 0 {
+		ev.Measurements = append(ev.Measurements, engine.IntM("expected_samples", ref.Expected))
+	}
+	if v.cfg.Synth && o.Status == engine.StatusPass {
+		rep, err := Synthesize(ctx, assembled, c.DUT(), v.cfg.Limits)
+		if err != nil {
+			ev.Measurements = append(ev.Measurements, engine.TextM("synth_error", truncate(err.Error(), 300)))
+		} else {
+			ev.Measurements = append(ev.Measurements, engine.IntM("yosys_cells", rep.Cells),
+				engine.IntM("latches", int64(len(rep.Latches))), engine.IntM("comb_loops", int64(len(rep.Loops))))
+		}
+	}
+	return ev, nil
+}
+
+// runWithRetries retries transient infrastructure failures with backoff.
+func (v *Verifier) runWithRetries(ctx context.Context, c Contract, code string, expected int64) (jobOutcome, int32, error) {
+	var o jobOutcome
+	var n int32
+	for attempt := 0; attempt <= v.cfg.Retries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return o, n, ctx.Err()
+			case <-time.After(v.cfg.RetryBackoff * time.Duration(attempt)):
+			}
+		}
+		var err error
+		o, err = v.runJob(ctx, c, code, expected)
+		if err != nil {
+			return o, n, err
+		}
+		n++
+		if !retryable(o.Stage) {
+			break
+		}
+		v.log.Warn("rtl: retrying after infrastructure failure", "stage", o.Stage, "cause", o.Cause, "attempt", n)
+	}
+	if engine.IsInfraStage(o.Stage) {
+		o.Status = engine.StatusUnjudged
+		if retryable(o.Stage) {
+			o.Cause = fmt.Sprintf("%s (unresolved after %d attempts)", o.Cause, n)
+		}
+	}
+	return o, n, nil
+}
+
+// finish fills the verdict fields of ev from an outcome. Only wall_time_ms
+// varies between identical runs; everything else is a function of inputs.
+func finish(ev engine.Evidence, o jobOutcome, attempts int32) engine.Evidence {
+	ev.Status, ev.FailureStage, ev.Cause, ev.Attempts = o.Status, o.Stage, o.Cause, attempts
+	if o.Verdict.Counted {
+		ev.Measurements = append(ev.Measurements,
+			engine.IntM("mismatches", o.Verdict.Mismatches),
+			engine.IntM("samples", o.Verdict.Samples),
+			engine.IntM("sim_time", o.Verdict.SimTime))
+	}
+	if attempts > 0 {
+		ev.Measurements = append(ev.Measurements, engine.IntM("output_bytes", o.OutputBytes),
+			engine.FloatM("wall_time_ms", float64(o.Wall.Microseconds())/1000))
+	}
+	ev.LogExcerpt = truncate(o.Log, engine.MaxLogExcerpt-3)
+	return ev
+}
+
+func sha(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+func contractKey(item *engine.Item) string {
+	return strings.Join([]string{item.Verifier.Kind, item.Verifier.Top, item.Interface.Top, item.Verifier.PassMarker}, "\x00")
+}
+
+// ---- reference self-check ----------------------------------------------
+
+// refResult is what the reference did under its own harness.
+type refResult struct {
+	OK         bool   `json:"ok"`
+	Expected   int64  `json:"expected_samples"`
+	Stage      string `json:"stage,omitempty"`
+	Cause      string `json:"cause,omitempty"`
+	Attempts   int32  `json:"attempts"`
+	definitive bool
+	outcome    jobOutcome
+	assembled  string
+}
+
+type refEntry struct {
+	done chan struct{}
+	res  refResult
+}
+
+// refKey identifies (task, toolchain): the trusted texts, the contract and
+// the simulator with its version and flags.
+func (v *Verifier) refKey(item engine.Item, c Contract) string {
+	h := sha256.New()
+	for _, s := range []string{c.Kind(), contractKey(&item), item.Verifier.Harness, item.Reference, item.Instruction} {
+		fmt.Fprintf(h, "%d:%s", len(s), s)
+	}
+	for _, t := range v.sim.Tools() {
+		fmt.Fprintf(h, "%s=%s;", t.Name, t.Version)
+	}
+	fmt.Fprintf(h, "%q", v.sim.Flags())
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// referenceCheck runs (once per key) the item's reference as a candidate
+// under its own harness. A reference that fails makes the task unjudged
+// for this toolchain; that result is cached. An unresolved infrastructure
+// failure is not cached, so a later call tries again.
+func (v *Verifier) referenceCheck(ctx context.Context, item engine.Item, c Contract) (refResult, error) {
+	key := v.refKey(item, c)
+	v.refMu.Lock()
+	e, ok := v.refs[key]
+	if !ok {
+		e = &refEntry{done: make(chan struct{})}
+		v.refs[key] = e
+		v.refMu.Unlock()
+		res, err := v.computeReference(ctx, item, c, key)
+		if err != nil || !res.definitive {
+			v.refMu.Lock()
+			delete(v.refs, key)
+			v.refMu.Unlock()
+		}
+		e.res = res
+		close(e.done)
+		return res, err
+	}
+	v.refMu.Unlock()
+	select {
+	case <-e.done:
+		if !e.res.definitive {
+			return v.referenceCheck(ctx, item, c)
+		}
+		return e.res, nil
+	case <-ctx.Done():
+		return refResult{}, ctx.Err()
+	}
+}
+
+func (v *Verifier) computeReference(ctx context.Context, item engine.Item, c Contract, key string) (refResult, error) {
+	refCand, err := c.ReferenceCandidate()
+	if err != nil {
+		return refResult{Stage: engine.StagePayloadCorrupt, Cause: "reference: " + err.Error(), definitive: true}, nil
+	}
+	assembled, finding := c.Assemble(refCand)
+	if finding != nil {
+		return refResult{Stage: engine.StagePayloadCorrupt, Cause: "reference: " + finding.Error(), definitive: true}, nil
+	}
+	cachePath := ""
+	if v.cfg.CacheDir != "" {
+		cachePath = filepath.Join(v.cfg.CacheDir, "rtl-refcheck-"+key+".json")
+		if b, err := os.ReadFile(cachePath); err == nil {
+			var r refResult
+			if json.Unmarshal(b, &r) == nil && (!r.OK || r.Expected > 0) {
+				r.definitive, r.assembled = true, ""
+				return r, nil
+			}
+		}
+	}
+	o, n, err := v.runWithRetries(ctx, c, assembled, 0)
+	if err != nil {
+		return refResult{}, err
+	}
+	r := refResult{Attempts: n, outcome: o, assembled: assembled}
+	switch {
+	case o.Status == engine.StatusPass:
+		r.OK, r.Expected, r.definitive = true, o.Verdict.Samples, true
+	case engine.IsInfraStage(o.Stage):
+		r.Stage, r.Cause = o.Stage, "reference self-check: "+o.Cause
+		r.definitive = !retryable(o.Stage)
+	default:
+		r.Stage = engine.StageReferenceSelfCheck
+		r.Cause = fmt.Sprintf("reference fails its own harness under %s (%s): %s: %s",
+			v.sim.Name(), toolVersions(v.sim.Tools()), o.Stage, o.Cause)
+		r.definitive = true
+	}
+	if cachePath != "" && r.definitive {
+		if b, err := json.Marshal(r); err == nil {
+			_ = engine.WriteFileAtomic(cachePath, b)
+		}
+	}
+	return r, nil
+}
+
+func toolVersions(ts []engine.Tool) string {
+	var parts []string
+	for _, t := range ts {
+		parts = append(parts, t.Version)
+	}
+	return strings.Join(parts, ", ")
+}
