@@ -273,7 +273,10 @@ func kindCodec(t reflect.Type) (arrow.DataType, appendFunc, readFunc, error) {
 					b.(*array.BinaryBuilder).Append(bs)
 					return len(bs) + 4
 				}, func(a arrow.Array, i int, dst reflect.Value) {
-					dst.SetBytes(append([]byte(nil), a.(*array.Binary).Value(i)...))
+					src := a.(*array.Binary).Value(i)
+					b := make([]byte, len(src))
+					copy(b, src)
+					dst.SetBytes(b)
 				}, nil
 		}
 		return listCodec(t)

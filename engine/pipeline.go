@@ -28,6 +28,10 @@ type PipelineConfig struct {
 	Name    string      `yaml:"name"`
 	WorkDir string      `yaml:"work_dir"`
 	Stages  []StageSpec `yaml:"stages"`
+	// Output sizing (bytes); zero means the defaults (64 MiB row groups,
+	// 512 MiB shards).
+	RowGroupBytes int64 `yaml:"row_group_bytes"`
+	ShardBytes    int64 `yaml:"shard_bytes"`
 
 	dir string // directory of the config file
 }
@@ -75,6 +79,9 @@ func (c *PipelineConfig) Validate(reg *Registry) error {
 	if len(c.Stages) == 0 {
 		errs = append(errs, errors.New("stages: at least one stage is required"))
 	}
+	if c.RowGroupBytes < 0 || c.ShardBytes < 0 {
+		errs = append(errs, errors.New("row_group_bytes, shard_bytes: must not be negative"))
+	}
 	seen := map[string]bool{}
 	for i, s := range c.Stages {
 		where := fmt.Sprintf("stages[%d] (%s)", i, s.Name)
@@ -105,6 +112,18 @@ func (c *PipelineConfig) Validate(reg *Registry) error {
 		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
 	}
 	return nil
+}
+
+// WriterOptions returns the shard sizing the pipeline asks for.
+func (c *PipelineConfig) WriterOptions() WriterOptions {
+	o := DefaultWriterOptions()
+	if c.RowGroupBytes > 0 {
+		o.RowGroupBytes = c.RowGroupBytes
+	}
+	if c.ShardBytes > 0 {
+		o.ShardBytes = c.ShardBytes
+	}
+	return o
 }
 
 // StageConfig returns the config block of a stage.

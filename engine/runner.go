@@ -113,6 +113,9 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 	if err != nil {
 		return nil, err
 	}
+	// Shard sizing changes the files a stage writes, so it is part of the
+	// fingerprint too.
+	chash = HashString(fmt.Sprintf("%s/%d/%d", chash, opts.Writer.RowGroupBytes, opts.Writer.ShardBytes))
 	want := &Manifest{Version: ManifestVersion, Stage: spec.Name, Type: spec.Type, ConfigHash: chash,
 		Shard: sh.String(), Inputs: refs}
 	mpath := filepath.Join(dir, ManifestName(sh))

@@ -71,7 +71,7 @@ func runBuild(ctx context.Context, o BuildOptions) error {
 		defer o.Bars.Wait()
 	}
 	r := &engine.Runner{Registry: reg}
-	sum, err := r.Run(ctx, cfg, engine.RunOptions{Shard: sh, Only: o.Stages, Force: o.Force, Progress: pf, Log: slog.Default()})
+	sum, err := r.Run(ctx, cfg, engine.RunOptions{Shard: sh, Writer: cfg.WriterOptions(), Only: o.Stages, Force: o.Force, Progress: pf, Log: slog.Default()})
 	if sum != nil {
 		printRunSummary(o.Out, sum, sh)
 	}

@@ -7,12 +7,14 @@ import (
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/engine/ingest"
+	"github.com/crucible-data/crucible/ops/filter"
 )
 
 // newRegistry registers every stage type explicitly (no init() side effects).
 func newRegistry() *engine.Registry {
 	reg := engine.NewRegistry()
 	ingest.RegisterStages(reg)
+	filter.RegisterStages(reg)
 	return reg
 }
 
