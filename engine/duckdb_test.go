@@ -105,7 +105,7 @@ func TestDuckDBReadsShards(t *testing.T) {
 	var pass, mism int64
 	err = db.QueryRow(`SELECT count(*) FILTER (WHERE status = 'pass'),
 	        sum(list_filter(measurements, m -> m.name = 'mismatches')[1].int)
-	      FROM read_parquet('` + filepath.Join(dir, evInfos[0].Path) + `')`).Scan(&pass, &mism)
+	      FROM read_parquet('`+filepath.Join(dir, evInfos[0].Path)+`')`).Scan(&pass, &mism)
 	if err != nil {
 		t.Fatal(err)
 	}
