@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/crucible-data/crucible/engine"
 )
 
 // ErrConfig wraps every invalid configuration.
-var ErrConfig = errors.New("compose: invalid config")
+var ErrConfig = fmt.Errorf("compose: %w", engine.ErrConfig)
 
 // Dimensions along which the mix is balanced and reported.
 const (

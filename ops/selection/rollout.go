@@ -15,9 +15,11 @@ import (
 
 // Error categories. Findings about single rollouts (a bad row, a failed
 // extraction) are data; these wrap only conditions that stop a whole run.
+// Config and input errors wrap the engine's categories so the CLI maps them
+// to its exit codes.
 var (
-	ErrConfig = errors.New("selection: invalid config")
-	ErrInput  = errors.New("selection: invalid input")
+	ErrConfig = fmt.Errorf("selection: %w", engine.ErrConfig)
+	ErrInput  = fmt.Errorf("selection: %w", engine.ErrInput)
 	ErrVerify = errors.New("selection: verifier failed")
 )
 

@@ -1,0 +1,228 @@
+package selection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+// Output kinds of the select stage.
+const (
+	KindEvidence     = "evidence"      // engine.Evidence, one per usable rollout
+	KindRejections   = "rejections"    // engine.Rejection, unusable rollout rows
+	KindSelection    = "selection"     // TaskSelection, every task
+	KindGap          = "gap"           // TaskSelection, capability-gap tasks with the teacher trajectory
+	KindUncovered    = "uncovered"     // TaskSelection, tasks no policy solved
+	KindRecoverable  = "recoverable"   // Recoverable, with privileged context
+	KindRewards      = "rewards"       // RewardRow, one per usable rollout
+	KindStrataSample = "strata_sample" // StrataPick
+)
+
+// KindRollouts is the input kind an upstream stage may produce instead of
+// listing rollout files under the stage's inputs.
+const KindRollouts = "rollouts"
+
+// StageOption configures RegisterStages.
+type StageOption func(*stageDeps)
+
+type stageDeps struct{ verifier Verifier }
+
+// WithVerifier sets the verifier for rollouts without an attached verdict.
+// Without one such rollouts are recorded unjudged (toolchain_missing).
+func WithVerifier(v Verifier) StageOption { return func(d *stageDeps) { d.verifier = v } }
+
+// RegisterStages adds the "select" stage type.
+//
+//   - name: select
+//     type: select
+//     from: [verify]              # upstream "items" (and optionally "rollouts")
+//     inputs: [rollouts/]         # rollout JSONL/Parquet files
+//     config: {k: 4, strata_sample: 100, extract: {mode: fenced, languages: [verilog]}}
+func RegisterStages(reg *engine.Registry, opts ...StageOption) {
+	var deps stageDeps
+	for _, o := range opts {
+		o(&deps)
+	}
+	reg.Register("select", func(sc engine.StageConfig) (engine.Stage, error) {
+		cfg, err := DecodeConfig(sc)
+		if err != nil {
+			return nil, err
+		}
+		return &selectStage{cfg: cfg, verifier: deps.verifier}, nil
+	}, "judge policy rollouts and emit capability-gap, uncovered, feedback-recoverable, strata and reward tables")
+}
+
+// DecodeConfig decodes a stage config block over DefaultConfig and
+// validates it. strata_weights, when given, replaces the default mix.
+func DecodeConfig(sc engine.StageConfig) (Config, error) {
+	cfg := DefaultConfig()
+	def := cfg.StrataWeights
+	cfg.StrataWeights = nil
+	if err := sc.Decode(&cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.StrataWeights == nil {
+		cfg.StrataWeights = def
+	}
+	return cfg, cfg.Validate()
+}
+
+type selectStage struct {
+	cfg      Config
+	verifier Verifier
+}
+
+func (s *selectStage) Run(ctx context.Context, sc *engine.StageContext) error {
+	if sc.Shard.Count > 1 {
+		return fmt.Errorf("%w: stage %s: select groups rollouts by task across all inputs; run it unsharded", ErrConfig, sc.Name)
+	}
+	paths := append(append([]string(nil), sc.Files...), sc.InputPaths(KindRollouts)...)
+	if len(paths) == 0 {
+		return fmt.Errorf("%w: stage %s: no rollout files (list them under inputs:, or produce %q upstream)", ErrConfig, sc.Name, KindRollouts)
+	}
+	rows, err := engine.ReadAll[Rollout](paths...)
+	if err != nil {
+		return err
+	}
+	items, err := engine.ReadInputs[engine.Item](sc, "items")
+	if err != nil {
+		return err
+	}
+	sc.Log.Info("select: judging rollouts", "rollouts", len(rows), "items", len(items), "files", len(paths))
+	res, err := Select(ctx, s.cfg, rows, Options{Verifier: s.verifier, Items: items})
+	if err != nil {
+		return err
+	}
+	if err := WriteResult(sc, res); err != nil {
+		return err
+	}
+	for name, n := range res.Report.Counters() {
+		sc.Count(name, n)
+	}
+	sc.Log.Info("select: done", "tasks", res.Report.Tasks, "gap", len(res.Gap), "uncovered", len(res.Uncovered),
+		"recoverable", len(res.Recoverable), "excluded_unjudged", res.Report.StudentExcluded+res.Report.TeacherExcluded)
+	return nil
+}
+
+// WriteResult writes every output kind of res through the stage's writers.
+func WriteResult(sc *engine.StageContext, res *Result) error {
+	return errors.Join(
+		toStage(sc, KindEvidence, res.Evidence), toStage(sc, KindRejections, res.Rejections),
+		toStage(sc, KindSelection, res.Tasks), toStage(sc, KindGap, res.Gap), toStage(sc, KindUncovered, res.Uncovered),
+		toStage(sc, KindRecoverable, res.Recoverable), toStage(sc, KindRewards, res.Rewards),
+		toStage(sc, KindStrataSample, res.StrataSample))
+}
+
+func toStage[T any](sc *engine.StageContext, kind string, rows []T) error {
+	w, err := engine.StageWriter[T](sc, kind)
+	if err != nil {
+		return err
+	}
+	if err := w.Write(rows...); err != nil {
+		return fmt.Errorf("writing %s: %w", kind, err)
+	}
+	return nil
+}
+
+// WriteDir writes every output kind of res as shards <kind>-NNNNN.parquet in
+// dir (for the CLI, outside a pipeline) and returns the committed shards.
+// Kinds without rows commit no file.
+func WriteDir(ctx context.Context, dir string, opts engine.WriterOptions, res *Result) ([]engine.ShardInfo, error) {
+	var all []engine.ShardInfo
+	add := func(infos []engine.ShardInfo, err error) error {
+		all = append(all, infos...)
+		return err
+	}
+	for _, step := range []func() error{
+		func() error { return add(engine.WriteAll(ctx, dir, KindEvidence, KindEvidence, opts, res.Evidence)) },
+		func() error {
+			return add(engine.WriteAll(ctx, dir, KindRejections, KindRejections, opts, res.Rejections))
+		},
+		func() error { return add(engine.WriteAll(ctx, dir, KindSelection, KindSelection, opts, res.Tasks)) },
+		func() error { return add(engine.WriteAll(ctx, dir, KindGap, KindGap, opts, res.Gap)) },
+		func() error { return add(engine.WriteAll(ctx, dir, KindUncovered, KindUncovered, opts, res.Uncovered)) },
+		func() error {
+			return add(engine.WriteAll(ctx, dir, KindRecoverable, KindRecoverable, opts, res.Recoverable))
+		},
+		func() error { return add(engine.WriteAll(ctx, dir, KindRewards, KindRewards, opts, res.Rewards)) },
+		func() error {
+			return add(engine.WriteAll(ctx, dir, KindStrataSample, KindStrataSample, opts, res.StrataSample))
+		},
+	} {
+		if err := step(); err != nil {
+			return all, err
+		}
+	}
+	return all, nil
+}
+
+// OutputKinds lists the select stage's output kinds.
+var OutputKinds = []string{KindEvidence, KindRejections, KindSelection, KindGap, KindUncovered, KindRecoverable, KindRewards, KindStrataSample}
+
+// Counters flattens the report into funnel counters for the run summary.
+func (r Report) Counters() map[string]int64 {
+	m := map[string]int64{
+		"rollouts": int64(r.Rollouts), "rejected": int64(r.Rejected), "attached": int64(r.Attached),
+		"verified": int64(r.Verified), "extract_failed": int64(r.ExtractFailed),
+		"pass": int64(r.Pass), "fail": int64(r.Fail), "unjudged": int64(r.Unjudged), "tasks": int64(r.Tasks),
+		"excluded_unjudged.student": int64(r.StudentExcluded), "excluded_unjudged.teacher": int64(r.TeacherExcluded),
+		"recoverable": int64(r.Recoverable), "recoverable_no_context": int64(r.RecoverableNoContext),
+		"strata_sampled": int64(r.Sampled),
+	}
+	for k, v := range r.Classes {
+		m["class."+k] = int64(v)
+	}
+	for k, v := range r.Strata {
+		m["stratum."+k] = int64(v)
+	}
+	return m
+}
+
+// DomainVerifiers routes candidates to a verifier by their item's domain
+// (engine.DomainRTL, engine.DomainKernel). Candidates of a domain without a
+// verifier are unjudged at stage toolchain_missing.
+type DomainVerifiers map[string]Verifier
+
+// Verify implements Verifier.
+func (d DomainVerifiers) Verify(ctx context.Context, items []engine.Item, cands []engine.Candidate) ([]engine.Evidence, error) {
+	out := make([]engine.Evidence, len(cands))
+	idx := map[string][]int{}
+	for i := range cands {
+		idx[items[i].Domain] = append(idx[items[i].Domain], i)
+	}
+	domains := make([]string, 0, len(idx))
+	for dom := range idx {
+		domains = append(domains, dom)
+	}
+	sort.Strings(domains)
+	for _, dom := range domains {
+		ix := idx[dom]
+		v := d[dom]
+		if v == nil {
+			for _, i := range ix {
+				out[i] = engine.Evidence{ItemID: cands[i].ItemID, CandidateID: cands[i].CandidateID, Status: engine.StatusUnjudged,
+					FailureStage: engine.StageToolchainMissing, Cause: fmt.Sprintf("no verifier for domain %q", dom)}
+			}
+			continue
+		}
+		its := make([]engine.Item, len(ix))
+		cs := make([]engine.Candidate, len(ix))
+		for k, i := range ix {
+			its[k], cs[k] = items[i], cands[i]
+		}
+		evs, err := v.Verify(ctx, its, cs)
+		if err != nil {
+			return nil, fmt.Errorf("domain %s: %w", dom, err)
+		}
+		if len(evs) != len(ix) {
+			return nil, fmt.Errorf("domain %s: %d evidence records for %d candidates", dom, len(evs), len(ix))
+		}
+		for k, i := range ix {
+			out[i] = evs[k]
+		}
+	}
+	return out, nil
+}
