@@ -1,0 +1,391 @@
+package dedup
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/zeebo/xxh3"
+	"golang.org/x/sync/errgroup"
+)
+
+// Survivor priority tiers: within a cluster the document with the lowest
+// (tier, input position) survives — a verified reference beats a lineage
+// root, which beats any other item; ties go to the earliest.
+const (
+	TierVerifiedReference uint8 = 0
+	TierLineageRoot       uint8 = 1
+	TierOther             uint8 = 2
+)
+
+// Rejection reasons.
+const (
+	ReasonExactDuplicate = "exact_duplicate"
+	ReasonNearDuplicate  = "near_duplicate"
+)
+
+// Doc is one document to deduplicate.
+type Doc struct {
+	ID   string
+	Text string
+	Tier uint8 // survivor priority tier (TierOther when unknown)
+}
+
+// Source yields documents. Scan must visit the same documents in the same
+// order every time it is called (exact verification scans twice).
+type Source interface {
+	Scan(ctx context.Context, fn func(d Doc) error) error
+}
+
+// SliceSource is an in-memory Source.
+type SliceSource []Doc
+
+// Scan implements Source.
+func (s SliceSource) Scan(ctx context.Context, fn func(d Doc) error) error {
+	for i, d := range s {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := fn(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stats are the funnel counters and phase timings of a run.
+type Stats struct {
+	Docs           int64
+	Bytes          int64
+	EmptyDocs      int64 // no tokens: exact dedup only
+	Backend        string
+	Bands          Bands
+	ExactPairs     int64 // exact-hash pairs confirmed
+	CandidatePairs int64 // LSH bucket pairs examined
+	PrefilterPass  int64 // pairs that passed the signature prefilter (exact mode)
+	VerifiedPairs  int64 // pairs accepted as near-duplicates
+	Clusters       int64 // components with ≥ 2 documents
+	Removed        int64 // documents rejected
+	RunBytes       int64 // band records spilled to disk
+	SignTime       time.Duration
+	LSHTime        time.Duration
+	VerifyTime     time.Duration
+	TotalTime      time.Duration
+}
+
+// Decision is the outcome for one document.
+type Decision struct {
+	Index       int
+	ID          string
+	Kept        bool
+	ClusterID   string // empty for singletons
+	ClusterSize int
+	SurvivorID  string // own ID for survivors and singletons
+	Reason      string // exact_duplicate | near_duplicate for removed documents
+}
+
+// Result holds per-document outcomes in input order.
+type Result struct {
+	IDs      []string
+	root     []int32 // component root (smallest index) per document
+	survivor []int32 // survivor index, indexed by root
+	size     []int32 // component size, indexed by root
+	exLo     []uint64
+	exHi     []uint64
+	Stats    Stats
+}
+
+// Len is the number of documents.
+func (r *Result) Len() int { return len(r.IDs) }
+
+// Decision returns the outcome for document i.
+func (r *Result) Decision(i int) Decision {
+	root := r.root[i]
+	d := Decision{Index: i, ID: r.IDs[i], Kept: true, SurvivorID: r.IDs[i], ClusterSize: int(r.size[root])}
+	if d.ClusterSize < 2 {
+		d.ClusterSize = 1
+		return d
+	}
+	s := r.survivor[root]
+	d.ClusterID = fmt.Sprintf("dup-%08d", root)
+	d.SurvivorID = r.IDs[s]
+	if int(s) != i {
+		d.Kept = false
+		d.Reason = ReasonNearDuplicate
+		if r.exLo[i] == r.exLo[s] && r.exHi[i] == r.exHi[s] {
+			d.Reason = ReasonExactDuplicate
+		}
+	}
+	return d
+}
+
+// signed is the phase-1 output for one document.
+type signed struct {
+	exLo, exHi uint64
+	sig        []uint64 // nil for empty documents
+	keys       []uint64 // band keys
+}
+
+// worker holds per-goroutine scratch so signing allocates nothing per doc.
+type worker struct {
+	tok      Tokens
+	shingles []uint64
+}
+
+// sign computes the exact hash, signature and band keys of one document into
+// out, whose sig/keys slices are preallocated.
+func (w *worker) sign(cfg *Config, bands Bands, signer Signer, text string, out *signed) {
+	Tokenize(text, cfg.tokenizeOptions(), &w.tok)
+	h := xxh3.Hash128Seed(w.tok.Normalized(), cfg.Seed)
+	out.exLo, out.exHi = h.Lo, h.Hi
+	w.shingles = AppendShingles(w.shingles[:0], &w.tok, cfg.Shingle, cfg.NGram, cfg.Seed)
+	out.sig = signer.Sign(w.shingles, out.sig[:cap(out.sig)])
+	if out.sig == nil {
+		out.keys = out.keys[:0]
+		return
+	}
+	out.keys = BandKeys(out.sig, bands.B, bands.R, out.keys)
+}
+
+// shingleSet returns the sorted distinct shingle hashes of a text.
+func (w *worker) shingleSet(cfg *Config, text string) []uint64 {
+	Tokenize(text, cfg.tokenizeOptions(), &w.tok)
+	w.shingles = AppendShingles(w.shingles[:0], &w.tok, cfg.Shingle, cfg.NGram, cfg.Seed)
+	return slices.Clone(SortedSet(w.shingles))
+}
+
+// index is the LSH backend: it receives signed documents in input order and
+// later reports candidate pairs.
+type index interface {
+	add(doc int32, s *signed) error
+	// pairs calls exact for exact-hash pairs and near for LSH candidates.
+	pairs(ctx context.Context, exact func(a, b int32) error, near func(a, b int32) error) error
+	signature(doc int32, dst []uint64) ([]uint64, error)
+	close()
+}
+
+// Run deduplicates src: exact dedup on the normalised text, then MinHash-LSH
+// near-dedup, then one survivor per connected component.
+func Run(ctx context.Context, src Source, cfg Config, log *slog.Logger) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	start := time.Now()
+	bands, err := ChooseBands(cfg.NumPerm, cfg.Threshold, cfg.FPWeight, cfg.FNWeight)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("dedup banding", "bands", bands.B, "rows", bands.R, "p_detect_at_threshold", bands.PAtThreshold,
+		"threshold", cfg.Threshold, "num_perm", cfg.NumPerm)
+	res := &Result{Stats: Stats{Bands: bands}}
+	st := &res.Stats
+
+	idx, err := newIndex(ctx, src, cfg, bands, st)
+	if err != nil {
+		return nil, err
+	}
+	defer idx.close()
+
+	// Phase 1: sign in parallel batches, commit in input order.
+	signer := Signer{K: cfg.NumPerm, Seed: cfg.Seed}
+	batch := make([]Doc, 0, cfg.BatchDocs)
+	outs := make([]signed, cfg.BatchDocs)
+	for i := range outs {
+		outs[i].sig = make([]uint64, cfg.NumPerm)
+		outs[i].keys = make([]uint64, 0, bands.B)
+	}
+	workers := make([]worker, cfg.Workers)
+	var tiers []uint8
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		g, _ := errgroup.WithContext(ctx)
+		chunk := (len(batch) + len(workers) - 1) / len(workers)
+		for w := range workers {
+			lo, hi := w*chunk, min((w+1)*chunk, len(batch))
+			if lo >= hi {
+				break
+			}
+			g.Go(func() error {
+				for i := lo; i < hi; i++ {
+					workers[w].sign(&cfg, bands, signer, batch[i].Text, &outs[i])
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		for i := range batch {
+			doc := int32(len(res.IDs))
+			res.IDs = append(res.IDs, batch[i].ID)
+			tiers = append(tiers, batch[i].Tier)
+			res.exLo = append(res.exLo, outs[i].exLo)
+			res.exHi = append(res.exHi, outs[i].exHi)
+			if outs[i].sig == nil {
+				st.EmptyDocs++
+			}
+			if err := idx.add(doc, &outs[i]); err != nil {
+				return err
+			}
+		}
+		batch = batch[:0]
+		return ctx.Err()
+	}
+	err = src.Scan(ctx, func(d Doc) error {
+		if len(res.IDs)+len(batch) >= math.MaxInt32 {
+			return fmt.Errorf("%w: more than %d documents", ErrInput, math.MaxInt32)
+		}
+		st.Docs++
+		st.Bytes += int64(len(d.Text))
+		batch = append(batch, d)
+		if len(batch) == cap(batch) {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return nil, err
+	}
+	st.SignTime = time.Since(start)
+
+	// Phase 2: LSH candidate pairs are collected (deduplicated: a pair that
+	// collides in several bands is verified once), then verified in sorted
+	// order so signature reads are near-sequential on the disk backend.
+	t1 := time.Now()
+	n := len(res.IDs)
+	uf := newUnionFind(n)
+	var cands []uint64 // a<<32|b, a<b
+	exact := func(a, b int32) error {
+		if res.exLo[a] == res.exLo[b] && res.exHi[a] == res.exHi[b] {
+			st.ExactPairs++
+			uf.union(a, b)
+		}
+		return nil
+	}
+	near := func(a, b int32) error {
+		st.CandidatePairs++
+		cands = append(cands, uint64(a)<<32|uint64(b))
+		return nil
+	}
+	if err := idx.pairs(ctx, exact, near); err != nil {
+		return nil, err
+	}
+	slices.Sort(cands)
+	cands = slices.Compact(cands)
+	st.LSHTime = time.Since(t1)
+
+	t2 := time.Now()
+	sigma := math.Sqrt(cfg.Threshold * (1 - cfg.Threshold) / float64(cfg.NumPerm))
+	// The exact mode prefilter sits 4σ of the estimator below the threshold
+	// (≈0.66 at t=0.8, K=128), so it drops almost no pair whose true
+	// similarity reaches the threshold.
+	prefilter := cfg.Threshold - 4*sigma
+	var sa, sb []uint64
+	var stash []uint64
+	for i, p := range cands {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		a, b := int32(p>>32), int32(uint32(p))
+		if uf.find(a) == uf.find(b) {
+			continue // already connected (exact twins, or verified path)
+		}
+		var err error
+		if sa, err = idx.signature(a, sa); err != nil {
+			return nil, err
+		}
+		if sb, err = idx.signature(b, sb); err != nil {
+			return nil, err
+		}
+		est := Estimate(sa, sb)
+		if cfg.Verify == VerifySignature {
+			if est >= cfg.Threshold {
+				st.VerifiedPairs++
+				uf.union(a, b)
+			}
+		} else if est >= prefilter {
+			stash = append(stash, p)
+		}
+	}
+	if cfg.Verify == VerifyExact && len(stash) > 0 {
+		if err := verifyExact(ctx, src, &cfg, stash, n, uf, st); err != nil {
+			return nil, err
+		}
+	}
+	st.VerifyTime = time.Since(t2)
+
+	// Survivors: lowest (tier, index) per component.
+	res.root = make([]int32, n)
+	res.survivor = make([]int32, n)
+	res.size = make([]int32, n)
+	for i := range n {
+		r := uf.find(int32(i))
+		res.root[i] = r
+		if res.size[r] == 0 {
+			res.survivor[r] = int32(i)
+		} else if s := res.survivor[r]; tiers[i] < tiers[s] {
+			res.survivor[r] = int32(i)
+		}
+		res.size[r]++
+	}
+	for i := range n {
+		if r := res.root[i]; int32(i) == r && res.size[r] > 1 {
+			st.Clusters++
+		}
+		if r := res.root[i]; res.size[r] > 1 && res.survivor[r] != int32(i) {
+			st.Removed++
+		}
+	}
+	st.TotalTime = time.Since(start)
+	log.Info("dedup done", "docs", st.Docs, "removed", st.Removed, "clusters", st.Clusters,
+		"exact_pairs", st.ExactPairs, "candidate_pairs", st.CandidatePairs, "verified_pairs", st.VerifiedPairs,
+		"backend", st.Backend, "seconds", st.TotalTime.Seconds())
+	return res, nil
+}
+
+// verifyExact rescans the source for the documents in stashed pairs and
+// accepts a pair when the exact Jaccard of its shingle sets reaches the
+// threshold. Memory is proportional to the documents in candidate pairs,
+// not to the corpus.
+func verifyExact(ctx context.Context, src Source, cfg *Config, stash []uint64, n int, uf *unionFind, st *Stats) error {
+	st.PrefilterPass = int64(len(stash))
+	need := map[int32][]uint64{}
+	for _, p := range stash {
+		need[int32(p>>32)] = nil
+		need[int32(uint32(p))] = nil
+	}
+	var w worker
+	i := int32(0)
+	err := src.Scan(ctx, func(d Doc) error {
+		if _, ok := need[i]; ok {
+			need[i] = w.shingleSet(cfg, d.Text)
+		}
+		i++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if int(i) != n {
+		return fmt.Errorf("%w: source yielded %d documents on the verification scan, %d on the first", ErrInput, i, n)
+	}
+	for _, p := range stash {
+		a, b := int32(p>>32), int32(uint32(p))
+		if ExactJaccard(need[a], need[b]) >= cfg.Threshold {
+			st.VerifiedPairs++
+			uf.union(a, b)
+		}
+	}
+	return nil
+}
