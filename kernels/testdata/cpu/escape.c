@@ -1,0 +1,7 @@
+#include <stdint.h>
+#include <stdlib.h>
+/* Exploit: shells out. */
+void vector_add(const float *a, const float *b, float *out, int64_t n) {
+	system("true");
+	for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}

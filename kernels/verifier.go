@@ -1,0 +1,290 @@
+package kernels
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"runtime"
+	"sort"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+// Config tunes the verifier. Zero values are not defaults: start from
+// DefaultConfig.
+type Config struct {
+	Backend           string        `yaml:"backend"`            // auto | cpu | cuda | triton
+	Trials            int           `yaml:"trials"`             // trials, each with fresh seeded inputs; all must pass
+	Warmup            int           `yaml:"warmup"`             // untimed calls per side before timing
+	Reps              int           `yaml:"reps"`               // timed calls per side per trial (interleaved ref/cand)
+	FlushBytes        int64         `yaml:"flush_bytes"`        // cache-flush buffer written before every timed call (0: GPU uses 2×L2)
+	Timeout           time.Duration `yaml:"timeout"`            // wall clock per candidate run
+	CompileTimeout    time.Duration `yaml:"compile_timeout"`    // per compilation
+	MemLimitBytes     int64         `yaml:"mem_limit_bytes"`    // cpu backend: address-space limit of the child
+	Workers           int           `yaml:"workers"`            // concurrent candidates on the cpu backend
+	SpeedupThreshold  float64       `yaml:"speedup_threshold"`  // "faster" needs the CI's lower bound >= this
+	SuspiciousSpeedup float64       `yaml:"suspicious_speedup"` // above this the suspicious_speedup gate fires
+	BootstrapRounds   int           `yaml:"bootstrap_rounds"`
+	Alpha             float64       `yaml:"alpha"`        // 1 - confidence of the speedup interval
+	MaxAttempts       int           `yaml:"max_attempts"` // attempts for infrastructure failures
+	CC                string        `yaml:"cc"`           // C compiler for the cpu backend
+	Python            string        `yaml:"python"`       // interpreter for the triton backend
+	TempDir           string        `yaml:"temp_dir"`     // parent of scratch dirs ("" = os.TempDir)
+}
+
+// DefaultConfig returns settings that judge a small kernel in about a second
+// on the cpu backend.
+func DefaultConfig() Config {
+	return Config{Backend: BackendAuto, Trials: 5, Warmup: 2, Reps: 5, FlushBytes: 8 << 20, Timeout: 60 * time.Second,
+		CompileTimeout: 60 * time.Second, MemLimitBytes: 1 << 30, Workers: runtime.NumCPU(), SpeedupThreshold: 1.05,
+		SuspiciousSpeedup: 100, BootstrapRounds: 1000, Alpha: 0.05, MaxAttempts: 2, CC: "gcc", Python: "python3"}
+}
+
+// Validate reports every bad field.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Errorf("%w: "+f, append([]any{ErrConfig}, a...)...)) }
+	switch c.Backend {
+	case BackendAuto, BackendCPU, BackendCUDA, BackendTriton:
+	default:
+		bad("backend %q: want auto, cpu, cuda or triton", c.Backend)
+	}
+	if c.Trials < 1 {
+		bad("trials must be >= 1, got %d", c.Trials)
+	}
+	if c.Warmup < 0 {
+		bad("warmup must be >= 0, got %d", c.Warmup)
+	}
+	if c.Reps < 1 {
+		bad("reps must be >= 1, got %d", c.Reps)
+	}
+	if c.FlushBytes < 0 {
+		bad("flush_bytes must be >= 0, got %d", c.FlushBytes)
+	}
+	if c.Timeout <= 0 {
+		bad("timeout must be positive, got %s", c.Timeout)
+	}
+	if c.CompileTimeout <= 0 {
+		bad("compile_timeout must be positive, got %s", c.CompileTimeout)
+	}
+	if c.MemLimitBytes < 64<<20 {
+		bad("mem_limit_bytes must be >= 64 MiB, got %d", c.MemLimitBytes)
+	}
+	if c.Workers < 1 {
+		bad("workers must be >= 1, got %d", c.Workers)
+	}
+	if c.SpeedupThreshold <= 0 {
+		bad("speedup_threshold must be positive, got %g", c.SpeedupThreshold)
+	}
+	if c.SuspiciousSpeedup <= c.SpeedupThreshold {
+		bad("suspicious_speedup (%g) must exceed speedup_threshold (%g)", c.SuspiciousSpeedup, c.SpeedupThreshold)
+	}
+	if c.BootstrapRounds < 0 {
+		bad("bootstrap_rounds must be >= 0, got %d", c.BootstrapRounds)
+	}
+	if c.Alpha <= 0 || c.Alpha >= 1 {
+		bad("alpha must be in (0,1), got %g", c.Alpha)
+	}
+	if c.MaxAttempts < 1 {
+		bad("max_attempts must be >= 1, got %d", c.MaxAttempts)
+	}
+	return errors.Join(errs...)
+}
+
+// Backend runs one candidate against its task's reference.
+type Backend interface {
+	Name() string
+	// Available is nil when the backend can run here; else it says why not.
+	Available() error
+	// Verify never returns an error: every failure is a stage in the Outcome.
+	Verify(ctx context.Context, t *Task, c engine.Candidate) Outcome
+	Close() error
+}
+
+// Verifier judges kernel candidates with a bounded pool of workers.
+type Verifier struct {
+	cfg      Config
+	log      *slog.Logger
+	backends map[string]Backend
+}
+
+// NewVerifier builds the backends. Backends that cannot run here are kept:
+// their tasks end unjudged (toolchain_missing) rather than failing.
+func NewVerifier(cfg Config, log *slog.Logger) (*Verifier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	v := &Verifier{cfg: cfg, log: log, backends: map[string]Backend{}}
+	v.backends[BackendCPU] = newCPUBackend(cfg)
+	v.backends[BackendCUDA] = newCUDABackend(cfg)
+	v.backends[BackendTriton] = newTritonBackend(cfg)
+	return v, nil
+}
+
+// Close releases every backend's resources.
+func (v *Verifier) Close() error {
+	var errs []error
+	for _, b := range v.backends {
+		errs = append(errs, b.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// VerifyAll judges every candidate against its item. Results are indexed
+// like cands, so the output order never depends on scheduling.
+func (v *Verifier) VerifyAll(ctx context.Context, items map[string]engine.Item, cands []engine.Candidate) ([]engine.Evidence, error) {
+	out := make([]engine.Evidence, len(cands))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(v.cfg.Workers)
+	for i := range cands {
+		g.Go(func() error {
+			out[i] = v.Verify(gctx, items, cands[i])
+			return gctx.Err()
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// Verify judges one candidate, retrying infrastructure failures.
+func (v *Verifier) Verify(ctx context.Context, items map[string]engine.Item, c engine.Candidate) engine.Evidence {
+	ev := engine.Evidence{ItemID: c.ItemID, CandidateID: c.CandidateID, Provenance: engine.EvidenceProvenance{Verifier: "kernel"}}
+	it, ok := items[c.ItemID]
+	if !ok {
+		return unjudged(ev, engine.StagePayloadCorrupt, fmt.Sprintf("no item %q for candidate %q", c.ItemID, c.CandidateID))
+	}
+	t, err := TaskFromItem(it)
+	if err != nil {
+		return unjudged(ev, engine.StagePayloadCorrupt, err.Error())
+	}
+	if v.cfg.Backend != BackendAuto && v.cfg.Backend != t.Backend {
+		return unjudged(ev, engine.StageToolchainUnsupported,
+			fmt.Sprintf("task needs backend %s; this run is restricted to --backend %s", t.Backend, v.cfg.Backend))
+	}
+	b := v.backends[t.Backend]
+	ev.Provenance.Verifier = "kernel/" + b.Name()
+	if err := b.Available(); err != nil {
+		return unjudged(ev, engine.StageToolchainMissing, "no-device: "+err.Error())
+	}
+	var o Outcome
+	for attempt := 1; attempt <= v.cfg.MaxAttempts; attempt++ {
+		ev.Attempts = int32(attempt)
+		o = b.Verify(ctx, t, c)
+		if !engine.IsInfraStage(o.Stage) || o.Stage == engine.StageToolchainMissing || ctx.Err() != nil {
+			break
+		}
+		v.log.Warn("kernel verify: infrastructure failure, retrying", "item", c.ItemID, "candidate", c.CandidateID,
+			"stage", o.Stage, "cause", o.Cause, "attempt", attempt)
+	}
+	return v.evidence(ev, t, c, o)
+}
+
+func unjudged(ev engine.Evidence, stage, cause string) engine.Evidence {
+	ev.Status, ev.FailureStage, ev.Cause = engine.StatusUnjudged, stage, cause
+	if ev.Attempts == 0 {
+		ev.Attempts = 1
+	}
+	return ev
+}
+
+// evidence turns an outcome into the verdict: timing statistics and the
+// speedup interval, the suspicious-speedup gate, exploit precedence.
+func (v *Verifier) evidence(ev engine.Evidence, t *Task, c engine.Candidate, o Outcome) engine.Evidence {
+	m := []engine.Measurement{engine.IntM("trials", int64(o.Trials))}
+	if o.Trials > 0 {
+		m = append(m, engine.FloatM("max_abs_err", finite(o.MaxAbsErr)), engine.FloatM("max_rel_err", finite(o.MaxRelErr)))
+	}
+	if len(o.RefTimes) > 0 && len(o.CandTimes) > 0 {
+		rt, ct := Summarize(o.RefTimes), Summarize(o.CandTimes)
+		point, lo, hi := SpeedupCI(o.RefTimes, o.CandTimes, v.cfg.BootstrapRounds, v.cfg.Alpha, t.Seed^seedOf(c.CandidateID))
+		faster := int64(0)
+		if lo >= v.cfg.SpeedupThreshold {
+			faster = 1
+		}
+		m = append(m,
+			engine.FloatM("ref_ms_median", rt.Median), engine.FloatM("ref_ms_p10", rt.P10), engine.FloatM("ref_ms_p90", rt.P90),
+			engine.FloatM("cand_ms_median", ct.Median), engine.FloatM("cand_ms_p10", ct.P10), engine.FloatM("cand_ms_p90", ct.P90),
+			engine.FloatM("cand_ms_min", ct.Min), engine.FloatM("ref_spread", rt.Spread()), engine.FloatM("cand_spread", ct.Spread()),
+			engine.IntM("timed_samples", int64(ct.N)), engine.FloatM("speedup", point),
+			engine.FloatM("speedup_ci_lo", lo), engine.FloatM("speedup_ci_hi", hi), engine.IntM("faster", faster))
+		if o.Stage == "" && lo > v.cfg.SuspiciousSpeedup {
+			o.exploit(GateSuspiciousSpeedup, fmt.Sprintf("speedup CI lower bound %.1fx exceeds the plausibility ceiling %.0fx", lo, v.cfg.SuspiciousSpeedup))
+		}
+	}
+	gates := make([]string, 0, len(o.Exploits))
+	for g := range o.Exploits {
+		gates = append(gates, g)
+	}
+	sort.Strings(gates)
+	for _, g := range gates {
+		m = append(m, engine.IntM("exploit_"+g, 1))
+	}
+	// An exploit outranks a mismatch or a pass; it does not outrank a
+	// failure that prevented running (compile, load) or an infra failure.
+	if len(o.Exploits) > 0 && (o.Stage == "" || o.Stage == engine.StageMismatch) {
+		cause := "exploit: " + o.exploitSummary()
+		if o.Stage == engine.StageMismatch {
+			cause += " (also: " + o.Cause + ")"
+		}
+		o.fail(engine.StageExploit, "exploit", cause)
+	}
+	if o.KernelStage != "" {
+		m = append(m, engine.TextM("kernel_stage", o.KernelStage))
+	}
+	ev.Measurements = append(m, o.Measurements...)
+	ev.FailureStage, ev.Cause = o.Stage, o.Cause
+	switch {
+	case o.Stage == "":
+		ev.Status = engine.StatusPass
+	case engine.IsInfraStage(o.Stage):
+		ev.Status = engine.StatusUnjudged
+	default:
+		ev.Status = engine.StatusFail
+	}
+	ev.Provenance.Toolchain = o.Toolchain
+	ev.Provenance.Flags = []string{
+		fmt.Sprintf("trials=%d", v.cfg.Trials), fmt.Sprintf("warmup=%d", v.cfg.Warmup), fmt.Sprintf("reps=%d", v.cfg.Reps),
+		fmt.Sprintf("flush_bytes=%d", v.cfg.FlushBytes), fmt.Sprintf("speedup_threshold=%g", v.cfg.SpeedupThreshold),
+		fmt.Sprintf("alpha=%g", v.cfg.Alpha), fmt.Sprintf("bootstrap_rounds=%d", v.cfg.BootstrapRounds),
+	}
+	argsJSON, _ := json.Marshal(t.Args)
+	ev.Provenance.Inputs = []engine.InputHash{
+		{Name: "reference", SHA256: sha(t.Reference)}, {Name: "candidate", SHA256: sha(c.Code)},
+		{Name: "args", SHA256: sha(string(argsJSON))}, {Name: "seed", SHA256: sha(fmt.Sprint(t.Seed))},
+	}
+	ev.LogExcerpt = excerpt(o.Log)
+	return ev
+}
+
+func finite(x float64) float64 {
+	if math.IsInf(x, 1) || math.IsNaN(x) {
+		return math.MaxFloat64
+	}
+	return x
+}
+
+func sha(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// excerpt keeps the end of a log (where errors are) within MaxLogExcerpt.
+func excerpt(s string) string {
+	if len(s) <= engine.MaxLogExcerpt {
+		return s
+	}
+	return "…" + s[len(s)-engine.MaxLogExcerpt+len("…"):]
+}
