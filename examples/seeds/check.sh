@@ -5,9 +5,10 @@
 #   2. The reference, renamed RefModule -> TopModule, passes its own testbench:
 #      "Mismatches: 0 in N samples" with N >= 200.
 #   3. Yosys parses and elaborates the reference and its ports match task.json exactly.
-#   4. The testbench is strong: every mutant must be caught (Mismatches > 0). Mutants are, for each output,
-#      the LSB and the MSB stuck at 0 and at 1; and for tasks with a reset, the same design with the reset
-#      kind flipped (async <-> sync), which shows the testbench exercises reset timing.
+#   4. The testbench is strong: every mutant must be caught (Mismatches > 0). Mutants are, for each output and
+#      each data/control input (not clock or reset), the LSB and the MSB stuck at 0 and at 1 — an input mutant
+#      survives when the stimulus never makes that bit matter; and for tasks with a reset, the same design with
+#      the reset kind flipped (async <-> sync), which shows the testbench exercises reset timing.
 # Needs iverilog/vvp (Icarus 11), yosys (0.23) and jq. Takes no arguments; exits non-zero on any failure.
 set -u
 
@@ -39,7 +40,7 @@ run_tb() {
 }
 
 # stuck_mutant <dir> <port> <bit> <0|1>: writes a TopModule wrapper around the renamed reference
-# that forces one output bit and passes everything else through.
+# that forces one bit of one port (an output it drives, or an input it passes on) and passes everything else through.
 stuck_mutant() {
     local dir=$1 port=$2 bit=$3 val=$4 f="$work/mut.sv"
     sed 's/\bRefModule\b/RefMut/g' "$dir/reference.sv" >"$f"
@@ -51,8 +52,11 @@ stuck_mutant() {
         jq -r '.interface.ports[] | select(.direction == "output")
                | "wire " + (if .width > 1 then "[\(.width - 1):0] " else "" end) + .name + "_m;"' "$dir/task.json"
         echo "RefMut m ("
-        jq -r '.interface.ports | map(if .direction == "input" then ".\(.name)(\(.name))"
-               else ".\(.name)(\(.name)_m)" end) | join(",\n")' "$dir/task.json"
+        jq -r --arg p "$port" --argjson b "$bit" --argjson v "$val" '.interface.ports
+               | map(if .direction != "input" then ".\(.name)(\(.name)_m)"
+                     elif .name != $p then ".\(.name)(\(.name))"
+                     elif $v == 1 then ".\(.name)(\(.name) | (\(.width)'"'"'d1 << \($b)))"
+                     else ".\(.name)(\(.name) & ~(\(.width)'"'"'d1 << \($b)))" end) | join(",\n")' "$dir/task.json"
         echo ");"
         jq -r --arg p "$port" --argjson b "$bit" --argjson v "$val" '.interface.ports[] | select(.direction == "output")
                | if .name == $p then
@@ -140,7 +144,8 @@ for dir in "$rtl"/*/; do
                 if [[ "$mmm" =~ ^[0-9]+$ ]] && [ "$mmm" -gt 0 ]; then killed=$((killed + 1)); else survivors+=("$port[$b]=$v:$mmm"); fi
             done
         done
-    done < <(jq -r '.interface.ports[] | select(.direction == "output") | "\(.name) \(.width)"' "$dir/task.json")
+    done < <(jq -r --arg c "$clk" --arg r "$rst" '.interface.ports[] | select(.name != $c and .name != $r)
+                    | "\(.name) \(.width)"' "$dir/task.json")
     if [ -n "$rst" ]; then
         nmut=$((nmut + 1))
         if reset_mutant "$dir" "$rst" "$pol" "$kind"; then

@@ -22,6 +22,7 @@ module tb();
 	integer clocks = 0;
 	integer seed = 3293;
 	integer r;
+	integer t;
 	reg check = 0;
 	integer errors_count = 0;
 	integer errors_zero = 0;

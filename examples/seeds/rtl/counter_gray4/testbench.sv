@@ -18,6 +18,7 @@ module tb();
 	integer clocks = 0;
 	integer seed = 2350;
 	integer r;
+	integer t;
 	reg check = 0;
 	integer errors_gray = 0;
 

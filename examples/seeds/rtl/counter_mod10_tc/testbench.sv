@@ -20,6 +20,7 @@ module tb();
 	integer clocks = 0;
 	integer seed = 2590;
 	integer r;
+	integer t;
 	reg check = 0;
 	integer errors_q = 0;
 	integer errors_carry = 0;

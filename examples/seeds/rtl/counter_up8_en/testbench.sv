@@ -20,6 +20,7 @@ module tb();
 	integer clocks = 0;
 	integer seed = 2454;
 	integer r;
+	integer t;
 	reg check = 0;
 	integer errors_count = 0;
 	integer errors_tc = 0;

@@ -19,6 +19,7 @@ module tb();
 	integer clocks = 0;
 	integer seed = 3326;
 	integer r;
+	integer t;
 	reg check = 0;
 	integer errors_count = 0;
 

@@ -21,6 +21,7 @@ module tb();
 	integer clocks = 0;
 	integer seed = 2682;
 	integer r;
+	integer t;
 	reg check = 0;
 	integer errors_sout = 0;
 	integer errors_busy = 0;

@@ -21,6 +21,7 @@ module tb();
 	integer clocks = 0;
 	integer seed = 2653;
 	integer r;
+	integer t;
 	reg check = 0;
 	integer errors_q = 0;
 	integer errors_done = 0;
