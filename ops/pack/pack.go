@@ -1,0 +1,323 @@
+package pack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/ops/pack/tokenizer"
+)
+
+// ManifestFile is the pack manifest's name in the output directory.
+const ManifestFile = "pack-manifest.json"
+
+// Shard kinds written by Pack.
+const (
+	KindPacked     = "packed"
+	KindDropped    = "dropped"
+	KindRejections = "rejections"
+)
+
+// Manifest describes a packed corpus completely enough to audit and to
+// reproduce it: tokeniser and template identity, B, seed, counts and fill.
+type Manifest struct {
+	Version      int                `json:"version"`
+	Layout       string             `json:"layout"`
+	Algorithm    string             `json:"algorithm"`
+	SeqLen       int                `json:"seq_len"`
+	Seed         uint64             `json:"seed"`
+	Tokenizer    TokenizerInfo      `json:"tokenizer"`
+	TemplateHash string             `json:"template_hash"`
+	Template     Template           `json:"template"`
+	Inputs       []string           `json:"inputs"`
+	Counts       Counts             `json:"counts"`
+	FillRatio    float64            `json:"fill_ratio"`
+	Groups       []GroupStats       `json:"groups"`
+	Shards       []engine.ShardInfo `json:"shards"`
+}
+
+// TokenizerInfo identifies the tokeniser exactly.
+type TokenizerInfo struct {
+	Spec      string                   `json:"spec"` // as given: name or path
+	ID        string                   `json:"id"`
+	FileHash  string                   `json:"file_sha256"`
+	VocabSize int                      `json:"vocab_size"` // including added template tokens
+	Added     []tokenizer.SpecialToken `json:"added_tokens,omitempty"`
+	Pipeline  string                   `json:"pipeline"`
+}
+
+// Counts are the sample and token funnel of a pack run.
+type Counts struct {
+	SamplesIn        int64            `json:"samples_in"`
+	Rejected         int64            `json:"rejected"`
+	RejectedByReason map[string]int64 `json:"rejected_by_reason,omitempty"`
+	Dropped          int64            `json:"dropped_too_long"`
+	Packed           int64            `json:"packed"`
+	Rows             int64            `json:"rows"`
+	TokensPacked     int64            `json:"tokens_packed"`
+	TokensTrained    int64            `json:"tokens_trained"`
+	TokensDropped    int64            `json:"tokens_dropped"`
+}
+
+// GroupStats reports, per domain and family, how much the length cap
+// removed, so a cap that silently eats a task family is visible.
+type GroupStats struct {
+	Domain            string  `json:"domain"`
+	Family            string  `json:"family"`
+	Samples           int64   `json:"samples"`
+	Tokens            int64   `json:"tokens"`
+	Dropped           int64   `json:"dropped"`
+	DroppedTokens     int64   `json:"dropped_tokens"`
+	DroppedShare      float64 `json:"dropped_share"`
+	DroppedTokenShare float64 `json:"dropped_token_share"`
+}
+
+// target is where shards go: a stage (registered in its manifest) or a plain
+// directory for the CLI.
+type target struct {
+	dir  string
+	sc   *engine.StageContext
+	opts engine.WriterOptions
+}
+
+func openWriter[T any](t target, kind string) (*engine.ShardWriter[T], error) {
+	if t.sc != nil {
+		return engine.StageWriter[T](t.sc, kind)
+	}
+	return engine.NewShardWriter[T](t.dir, kind, kind, t.opts)
+}
+
+// Run packs the trajectories in inputs (JSONL or Parquet files) into outDir
+// and writes the pack manifest there.
+func Run(ctx context.Context, cfg Config, inputs []string, outDir string, log *slog.Logger) (*Manifest, error) {
+	opts := engine.DefaultWriterOptions()
+	if cfg.RowGroupBytes > 0 {
+		opts.RowGroupBytes = cfg.RowGroupBytes
+	}
+	if cfg.ShardBytes > 0 {
+		opts.ShardBytes = cfg.ShardBytes
+	}
+	return run(ctx, cfg, inputs, target{dir: outDir, opts: opts}, log)
+}
+
+func run(ctx context.Context, cfg Config, inputs []string, out target, log *slog.Logger) (*Manifest, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(inputs) == 0 {
+		return nil, fmt.Errorf("%w: no input files", ErrInput)
+	}
+	tok, err := tokenizer.Load(cfg.Tokenizer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	tmpl := cfg.template()
+	r, err := NewRenderer(tok, tmpl)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	c, err := loadCorpus(ctx, inputs, r, cfg.SeqLen, cfg.workers())
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{Version: 1, Layout: cfg.Layout, Algorithm: cfg.Algorithm, SeqLen: cfg.SeqLen, Seed: cfg.Seed,
+		Tokenizer: TokenizerInfo{Spec: cfg.Tokenizer, ID: tok.ID(), FileHash: tok.FileHash(), VocabSize: tok.VocabSize(),
+			Added: r.Added(), Pipeline: tok.Describe()},
+		TemplateHash: tmpl.Hash(), Template: tmpl, Inputs: inputs}
+	kept, dropped, rejected := classify(c, m)
+	log.Info("pack: rendered and tokenised", "samples", m.Counts.SamplesIn, "kept", len(kept),
+		"dropped_too_long", m.Counts.Dropped, "rejected", m.Counts.Rejected, "seconds", time.Since(t0).Seconds())
+
+	t1 := time.Now()
+	lengths := make([]int, len(kept))
+	for i, s := range kept {
+		lengths[i] = c.samples[s].tokens
+	}
+	bins, err := PackLengths(lengths, cfg.SeqLen, cfg.Algorithm, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	m.FillRatio = FillRatio(lengths, bins, cfg.SeqLen)
+	m.Counts.Rows = int64(len(bins))
+	log.Info("pack: packed", "rows", len(bins), "fill", m.FillRatio, "seconds", time.Since(t1).Seconds())
+
+	t2 := time.Now()
+	shards, err := writeOutputs(ctx, out, cfg.Layout, c, kept, bins, dropped, rejected)
+	if err != nil {
+		return nil, err
+	}
+	m.Shards = shards
+	log.Info("pack: written", "shards", len(shards), "seconds", time.Since(t2).Seconds())
+	dir := out.dir
+	if out.sc != nil {
+		dir = out.sc.Dir
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := engine.WriteFileAtomic(filepath.Join(dir, ManifestFile), append(data, '\n')); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// classify fills the manifest's counts and group stats and returns the
+// indices of kept, dropped and rejected samples. Of several samples with the
+// same id only the first is kept; the audit relies on ids being unique.
+func classify(c *corpus, m *Manifest) (kept, dropped, rejected []int) {
+	type key struct{ domain, family string }
+	groups := map[key]*GroupStats{}
+	seen := make(map[string]struct{}, len(c.samples))
+	m.Counts.RejectedByReason = map[string]int64{}
+	for i := range c.samples {
+		s := &c.samples[i]
+		m.Counts.SamplesIn++
+		if s.reject == nil {
+			if _, dup := seen[s.id]; dup {
+				s.reject = &RejectError{"duplicate_id", "id " + s.id + " already seen earlier in the input"}
+			}
+		}
+		if s.reject != nil {
+			m.Counts.Rejected++
+			m.Counts.RejectedByReason[s.reject.Reason]++
+			rejected = append(rejected, i)
+			continue
+		}
+		seen[s.id] = struct{}{}
+		k := key{s.domain, s.family}
+		g := groups[k]
+		if g == nil {
+			g = &GroupStats{Domain: s.domain, Family: s.family}
+			groups[k] = g
+		}
+		g.Samples++
+		g.Tokens += int64(s.tokens)
+		if !s.stored {
+			g.Dropped++
+			g.DroppedTokens += int64(s.tokens)
+			m.Counts.Dropped++
+			m.Counts.TokensDropped += int64(s.tokens)
+			dropped = append(dropped, i)
+			continue
+		}
+		m.Counts.Packed++
+		m.Counts.TokensPacked += int64(s.tokens)
+		m.Counts.TokensTrained += int64(s.trained)
+		kept = append(kept, i)
+	}
+	for _, g := range groups {
+		g.DroppedShare = float64(g.Dropped) / float64(g.Samples)
+		if g.Tokens > 0 {
+			g.DroppedTokenShare = float64(g.DroppedTokens) / float64(g.Tokens)
+		}
+		m.Groups = append(m.Groups, *g)
+	}
+	sort.Slice(m.Groups, func(i, j int) bool {
+		a, b := m.Groups[i], m.Groups[j]
+		if a.Domain != b.Domain {
+			return a.Domain < b.Domain
+		}
+		return a.Family < b.Family
+	})
+	return kept, dropped, rejected
+}
+
+func writeOutputs(ctx context.Context, out target, layout string, c *corpus, kept []int, bins [][]int, dropped, rejected []int) ([]engine.ShardInfo, error) {
+	var shards []engine.ShardInfo
+	var err error
+	b := &rowBuilder{layout: layout}
+	switch layout {
+	case LayoutMegatron:
+		shards, err = writeRows(ctx, out, bins, func(bin []int) MegatronRow {
+			b.reset()
+			for _, k := range bin {
+				s := &c.samples[kept[k]]
+				b.add(s.id, c.store.get(s.loc))
+			}
+			return b.meg
+		})
+	case LayoutTRL:
+		shards, err = writeRows(ctx, out, bins, func(bin []int) TRLRow {
+			b.reset()
+			for _, k := range bin {
+				s := &c.samples[kept[k]]
+				b.add(s.id, c.store.get(s.loc))
+			}
+			return b.trl
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(dropped) > 0 {
+		rows := make([]DroppedRow, len(dropped))
+		for i, k := range dropped {
+			s := &c.samples[k]
+			rows[i] = DroppedRow{ID: s.id, Domain: s.domain, Family: s.family, Source: s.source, Tokens: int64(s.tokens), TrainedTokens: int64(s.trained)}
+		}
+		sh, err := writeAll(out, KindDropped, rows)
+		if err != nil {
+			return nil, err
+		}
+		shards = append(shards, sh...)
+	}
+	if len(rejected) > 0 {
+		rows := make([]engine.Rejection, len(rejected))
+		for i, k := range rejected {
+			s := &c.samples[k]
+			rows[i] = engine.Rejection{ItemID: s.id, Stage: "pack", Gate: "render", Reason: s.reject.Reason, Detail: s.source + ": " + s.reject.Detail}
+		}
+		sh, err := writeAll(out, KindRejections, rows)
+		if err != nil {
+			return nil, err
+		}
+		shards = append(shards, sh...)
+	}
+	return shards, nil
+}
+
+func writeRows[T any](ctx context.Context, out target, bins [][]int, build func([]int) T) ([]engine.ShardInfo, error) {
+	w, err := openWriter[T](out, KindPacked)
+	if err != nil {
+		return nil, err
+	}
+	for i, bin := range bins {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				w.Abort()
+				return nil, err
+			}
+		}
+		if err := w.Write(build(bin)); err != nil {
+			w.Abort()
+			return nil, err
+		}
+	}
+	return w.Close()
+}
+
+func writeAll[T any](out target, kind string, rows []T) ([]engine.ShardInfo, error) {
+	w, err := openWriter[T](out, kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Write(rows...); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	return w.Close()
+}
+
+func errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrAudit}, args...)...)
+}
