@@ -98,7 +98,7 @@ func (v *Verifier) runJob(ctx context.Context, c Contract, candidate string, exp
 	if err != nil {
 		return jobOutcome{}, err
 	}
-	if st, cause := classifyProcess(build, "build"); st != "" {
+	if st, cause := classifyProcess(build, "build", lim, lim.CompileTimeout); st != "" {
 		o := outcomeFor(st, cause, redact(build.Stderr.String()))
 		o.Wall = time.Since(start)
 		return o, nil
@@ -117,9 +117,19 @@ func (v *Verifier) runJob(ctx context.Context, c Contract, candidate string, exp
 	wall := time.Since(start)
 	stdout := run.Stdout.String()
 	log := redact(tailString(stdout, 3000) + tailString(run.Stderr.String(), 1000))
-	if st, cause := classifyProcess(run, "run"); st != "" {
+	if st, cause := classifyProcess(run, "run", lim, lim.SimTimeout); st != "" {
+		outBytes := run.Stdout.Total()
+		if run.TimedOut || run.OutputExceeded {
+			// Where a killed process stood when it died is timing; keep the
+			// verdict fields a function of the inputs: the head of its
+			// output and the limit it hit.
+			log = redact(truncate(stdout, 2500) + truncate(run.Stderr.String(), 1000))
+			if run.OutputExceeded {
+				outBytes = lim.OutputKillBytes
+			}
+		}
 		o := outcomeFor(st, cause, log)
-		o.Wall, o.OutputBytes = wall, run.Stdout.Total()
+		o.Wall, o.OutputBytes = wall, outBytes
 		return o, nil
 	}
 	vd := c.Judge([]byte(stdout), run.Stdout.Complete(), secret, expected)

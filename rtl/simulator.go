@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"time"
 	"strings"
 	"sync"
 
@@ -163,15 +164,15 @@ var (
 // classifyProcess maps what a process did to a failure stage, or "" when
 // it exited normally (status 0 or not is left to the caller). phase is
 // "build" or "run".
-func classifyProcess(r procResult, phase string) (stage, cause string) {
+func classifyProcess(r procResult, phase string, lim Limits, timeout time.Duration) (stage, cause string) {
 	stderr := r.Stderr.String()
 	switch {
 	case r.StartErr != nil:
 		return engine.StageToolchainMissing, fmt.Sprintf("%s: cannot start: %v", phase, r.StartErr)
 	case r.TimedOut:
-		return engine.StageTimeout, fmt.Sprintf("%s: wall-clock limit reached after %s", phase, r.Wall.Round(1e6))
+		return engine.StageTimeout, fmt.Sprintf("%s: wall-clock limit of %s reached", phase, timeout)
 	case r.OutputExceeded:
-		return engine.StageResource, fmt.Sprintf("%s: output passed the limit (%d bytes stdout, %d stderr)", phase, r.Stdout.Total(), r.Stderr.Total())
+		return engine.StageResource, fmt.Sprintf("%s: output passed the %d-byte limit", phase, lim.OutputKillBytes)
 	case r.Signal == sigXCPU:
 		return engine.StageTimeout, phase + ": CPU-time limit reached"
 	case r.Signal == sigXFSZ:

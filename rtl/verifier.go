@@ -127,7 +127,7 @@ func (v *Verifier) verifyOne(ctx context.Context, item *engine.Item, cand engine
 		return ev, err
 	}
 	if !ref.OK {
-		return finish(ev, infraOutcome(ref.Stage, ref.Cause), 0), nil
+		return finish(ev, infraOutcome(ref.Stage, ref.Cause), ref.Attempts), nil
 	}
 	assembled, finding := c.Assemble(cand.Code)
 	if finding == nil {

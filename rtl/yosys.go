@@ -47,7 +47,7 @@ func runYosys(ctx context.Context, src, script, outName string, lim Limits) ([]b
 	}
 	logb, _ := os.ReadFile(filepath.Join(dir, "yosys.log"))
 	log := string(logb) + res.Stderr.String()
-	if st, cause := classifyProcess(res, "yosys"); st != "" {
+	if st, cause := classifyProcess(res, "yosys", lim, lim.CompileTimeout); st != "" {
 		return nil, log, fmt.Errorf("%w: %s", ErrParse, cause)
 	}
 	if res.ExitCode != 0 {
