@@ -92,7 +92,9 @@ func TestForgeryVerilogEval(t *testing.T) {
 // TestJudgeRules covers the pass rule's corners directly.
 func TestJudgeRules(t *testing.T) {
 	const s = "0123456789abcdef0123456789abcdef"
-	line := func(m, n int) string { return "CRUCIBLE-" + s + " mismatches=" + itoa(m) + " samples=" + itoa(n) + " time=10\n" }
+	line := func(m, n int) string {
+		return "CRUCIBLE-" + s + " mismatches=" + itoa(m) + " samples=" + itoa(n) + " time=10\n"
+	}
 	cases := []struct {
 		name, out string
 		expected  int64

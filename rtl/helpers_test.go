@@ -49,8 +49,11 @@ func loadVerilogEval(t testing.TB, rel string) []engine.Item {
 	t.Helper()
 	var items []engine.Item
 	g, err := ingest.New(ingest.PresetVerilogEval, ingest.Sink{
-		Item:   func(it engine.Item) error { items = append(items, it); return nil },
-		Reject: func(r engine.Rejection) error { t.Errorf("rejected %s: %s %s", r.ItemID, r.Reason, r.Detail); return nil },
+		Item: func(it engine.Item) error { items = append(items, it); return nil },
+		Reject: func(r engine.Rejection) error {
+			t.Errorf("rejected %s: %s %s", r.ItemID, r.Reason, r.Detail)
+			return nil
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -5,9 +5,9 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
-	"time"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/crucible-data/crucible/engine"
 )
