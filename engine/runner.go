@@ -183,16 +183,12 @@ func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string) (
 	var in stageInputs
 	refs := []InputRef{}
 	for _, from := range spec.From {
-		out, err := LoadStageOutput(filepath.Join(work, from))
+		out, samePart, err := upstreamOutput(filepath.Join(work, from), sh)
 		if err != nil {
 			return in, nil, fmt.Errorf("from %s: %w", from, err)
 		}
-		samePart := len(out.Parts) == sh.Count && sh.Count > 1
 		var fromShards []InputShard
 		for pi, m := range out.Parts {
-			if samePart && pi != sh.Index {
-				continue
-			}
 			mh, err := HashFile(out.Manifests[pi])
 			if err != nil {
 				return in, nil, err
@@ -227,6 +223,21 @@ func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string) (
 		in.files = append(in.files, f)
 	}
 	return in, refs, nil
+}
+
+// upstreamOutput returns what a stage reads from an upstream stage. In a
+// sharded run, when the upstream ran split the same way, part i reads only
+// upstream part i (so parts flow through the pipeline independently);
+// otherwise the upstream must be complete.
+func upstreamOutput(dir string, sh Shard) (*StageOutput, bool, error) {
+	if sh.Count > 1 {
+		p := filepath.Join(dir, ManifestName(sh))
+		if m, err := ReadManifest(p); err == nil {
+			return &StageOutput{Dir: dir, Manifests: []string{p}, Parts: []*Manifest{m}}, true, nil
+		}
+	}
+	out, err := LoadStageOutput(dir)
+	return out, false, err
 }
 
 // expandInputs resolves input paths; a directory stands for every regular

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pair in iverilog:iverilog vvp:iverilog yosys:yosys verilator:verilator gcc:gcc; do
+for pair in iverilog:iverilog vvp:iverilog yosys:yosys verilator:verilator gcc:gcc jq:jq prlimit:util-linux; do
   cmd=${pair%%:*} pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
 done
