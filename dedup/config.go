@@ -1,17 +1,19 @@
 package dedup
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
+
+	"github.com/crucible-data/crucible/engine"
 )
 
-// Error categories; wrap with %w.
+// Error categories; wrap with %w. They wrap the engine's categories so the
+// CLI maps them to its exit codes.
 var (
-	ErrConfig = errors.New("dedup: invalid config")
-	ErrInput  = errors.New("dedup: bad input")
-	ErrIO     = errors.New("dedup: i/o")
+	ErrConfig = fmt.Errorf("dedup: %w", engine.ErrConfig)
+	ErrInput  = fmt.Errorf("dedup: %w", engine.ErrInput)
+	ErrIO     = fmt.Errorf("dedup: %w", engine.ErrIO)
 )
 
 // Verification modes for LSH candidate pairs.

@@ -131,6 +131,11 @@ func (h *cursorHeap) Pop() any {
 // calls fn once per (key, band) group of two or more documents, docs in
 // ascending order. The docs slice is reused between calls.
 func (s *runSpiller) mergeGroups(fn func(band uint32, docs []int32) error) error {
+	return s.merge(2, func(_ uint64, band uint32, docs []int32) error { return fn(band, docs) })
+}
+
+// merge calls fn for every (key, band) group of at least minGroup records.
+func (s *runSpiller) merge(minGroup int, fn func(key uint64, band uint32, docs []int32) error) error {
 	if err := s.spill(); err != nil {
 		return err
 	}
@@ -162,8 +167,8 @@ func (s *runSpiller) mergeGroups(fn func(band uint32, docs []int32) error) error
 	var gKey uint64
 	var gBand uint32
 	flush := func() error {
-		if len(group) >= 2 {
-			if err := fn(gBand, group); err != nil {
+		if len(group) >= minGroup {
+			if err := fn(gKey, gBand, group); err != nil {
 				return err
 			}
 		}
@@ -193,3 +198,26 @@ func (s *runSpiller) mergeGroups(fn func(band uint32, docs []int32) error) error
 	}
 	return flush()
 }
+
+// SortedRuns is an external sort of (key, tag, doc) records: records are
+// buffered up to a byte budget, spilled as sorted runs and k-way merged.
+// decontam uses it to build corpus-scale n-gram indexes.
+type SortedRuns struct{ s *runSpiller }
+
+// NewSortedRuns spills into dir (which must exist) once budgetBytes of
+// records (16 bytes each) are buffered.
+func NewSortedRuns(dir string, budgetBytes int64) *SortedRuns {
+	return &SortedRuns{s: newRunSpiller(dir, budgetBytes)}
+}
+
+// Add buffers one record; tag must be below 0xFFFF.
+func (r *SortedRuns) Add(key uint64, tag uint32, doc int32) error { return r.s.add(key, tag, doc) }
+
+// Merge calls fn for every (key, tag) group in ascending (key, tag) order,
+// docs ascending.
+func (r *SortedRuns) Merge(fn func(key uint64, tag uint32, docs []int32) error) error {
+	return r.s.merge(1, fn)
+}
+
+// Cleanup removes spilled files.
+func (r *SortedRuns) Cleanup() { r.s.cleanup() }

@@ -1,0 +1,254 @@
+package decontam
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/crucible-data/crucible/dedup"
+)
+
+// Source yields records (id + named text fields).
+type Source interface {
+	Scan(ctx context.Context, fn func(dedup.Record) error) error
+}
+
+// FileRecords reads JSONL/Parquet files with a field mapping. Fields lists
+// candidate text fields; each record uses those it has.
+type FileRecords struct {
+	Paths   []string
+	IDField string
+	Fields  []string
+}
+
+// Scan implements Source.
+func (f FileRecords) Scan(ctx context.Context, fn func(dedup.Record) error) error {
+	for _, p := range f.Paths {
+		if err := dedup.ScanRecords(ctx, p, f.IDField, f.Fields, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RecordSlice is an in-memory Source.
+type RecordSlice []dedup.Record
+
+// Scan implements Source.
+func (s RecordSlice) Scan(ctx context.Context, fn func(dedup.Record) error) error {
+	for _, r := range s {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// BuildIndex writes an index of src to dir. A benchmark index has one entry
+// per (item, field), so a match names the field (prompt or reference); a
+// corpus index has one entry per item with its fields joined, as corpus
+// items are checked whole.
+func BuildIndex(ctx context.Context, cfg Config, dir, name, side string, src Source) (IndexMeta, error) {
+	if side != SideBenchmark && side != SideCorpus {
+		return IndexMeta{}, fmt.Errorf("%w: side %q (want benchmark|corpus)", ErrConfig, side)
+	}
+	b, err := NewBuilder(cfg, dir, name, side)
+	if err != nil {
+		return IndexMeta{}, err
+	}
+	err = src.Scan(ctx, func(r dedup.Record) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if side == SideCorpus {
+			return b.Add(r.ID, fieldNames(r), r.Text())
+		}
+		for _, f := range r.Fields {
+			if err := b.Add(r.ID, f.Name, f.Text); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		os.RemoveAll(b.tmp)
+		return IndexMeta{}, err
+	}
+	if err := b.Finish(); err != nil {
+		return IndexMeta{}, err
+	}
+	return b.meta, nil
+}
+
+// BuildTempIndex builds an index in a fresh temporary directory and opens
+// it; the caller removes the directory with the returned cleanup.
+func BuildTempIndex(ctx context.Context, cfg Config, tmpRoot, name, side string, src Source) (*Index, func(), error) {
+	dir, err := os.MkdirTemp(tmpRoot, "crucible-decontam-*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	if _, err := BuildIndex(ctx, cfg, dir, name, side, src); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	ix, err := Open(dir)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return ix, func() { ix.Close(); cleanup() }, nil
+}
+
+func fieldNames(r dedup.Record) string {
+	n := make([]string, len(r.Fields))
+	for i, f := range r.Fields {
+		n[i] = f.Name
+	}
+	return strings.Join(n, "+")
+}
+
+// Summary is the readable outcome of a check.
+type Summary struct {
+	Benchmark           string  // benchmark name
+	Direction           string  // corpus→benchmark-index | benchmark→corpus-index
+	Queries             int64   // texts checked
+	Matches             int64   // reported matches (score ≥ report_min)
+	Contaminated        int64   // matches with score ≥ threshold
+	CorpusItems         int     // distinct contaminated corpus items
+	BenchmarkItems      int     // distinct contaminated benchmark items
+	BenchmarkEntries    int     // benchmark items·fields in the index (forward) or checked (reverse)
+	MaxScore            float64 // highest score seen
+	Threshold           float64
+	Top                 []Match // highest-scoring contaminated matches (≤ 10)
+	corpusSet, benchSet map[string]bool
+}
+
+// String renders the summary for a terminal or CI log.
+func (s Summary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "decontam %s (%s): %d texts checked, %d matches reported, %d contaminated (score ≥ %.2f)\n",
+		s.Benchmark, s.Direction, s.Queries, s.Matches, s.Contaminated, s.Threshold)
+	fmt.Fprintf(&b, "  contaminated corpus items: %d; benchmark items hit: %d; max score %.3f\n", s.CorpusItems, s.BenchmarkItems, s.MaxScore)
+	for _, m := range s.Top {
+		fmt.Fprintf(&b, "  %-30s ← %-30s %-10s score %.3f (lexical %.2f, structural %.2f, minhash %.2f)\n",
+			m.BenchmarkID+"/"+m.BenchmarkField, m.CorpusID, m.Method, m.Score, m.LexicalOverlap, m.StructuralOverlap, m.MinhashSimilarity)
+	}
+	return b.String()
+}
+
+type query struct {
+	id, field, text string
+}
+
+// Check matches every record of src against ix and calls fn for each
+// reported match in input order (deterministic for any worker count).
+// Forward (benchmark index): each corpus record is one query, fields joined.
+// Reverse (corpus index): each benchmark field is one query.
+func Check(ctx context.Context, ix *Index, src Source, workers int, fn func(Match) error) (Summary, error) {
+	workers = max(workers, 1)
+	forward := ix.Meta.Side != SideCorpus
+	s := Summary{Benchmark: ix.Meta.Name, Threshold: ix.Meta.Config.Threshold,
+		corpusSet: map[string]bool{}, benchSet: map[string]bool{}}
+	if forward {
+		s.Direction = "corpus→benchmark-index"
+		s.BenchmarkEntries = len(ix.Entries)
+	} else {
+		s.Direction = "benchmark→corpus-index"
+	}
+	matchers := make([]*Matcher, workers)
+	for i := range matchers {
+		matchers[i] = ix.NewMatcher()
+	}
+	const batchSize = 256
+	batch := make([]query, 0, batchSize)
+	results := make([][]Match, batchSize)
+	flush := func() error {
+		g, gctx := errgroup.WithContext(ctx)
+		chunk := (len(batch) + workers - 1) / workers
+		for w := range workers {
+			lo, hi := w*chunk, min((w+1)*chunk, len(batch))
+			if lo >= hi {
+				break
+			}
+			g.Go(func() error {
+				for i := lo; i < hi; i++ {
+					if gctx.Err() != nil {
+						return gctx.Err()
+					}
+					var err error
+					if results[i], err = matchers[w].Match(batch[i].id, batch[i].field, batch[i].text); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		for i := range batch {
+			for _, m := range results[i] {
+				s.add(m)
+				if err := fn(m); err != nil {
+					return err
+				}
+			}
+		}
+		batch = batch[:0]
+		return nil
+	}
+	push := func(q query) error {
+		s.Queries++
+		batch = append(batch, q)
+		if len(batch) == batchSize {
+			return flush()
+		}
+		return nil
+	}
+	err := src.Scan(ctx, func(r dedup.Record) error {
+		if forward {
+			return push(query{r.ID, fieldNames(r), r.Text()})
+		}
+		for _, f := range r.Fields {
+			s.BenchmarkEntries++
+			if err := push(query{r.ID, f.Name, f.Text}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	s.CorpusItems, s.BenchmarkItems = len(s.corpusSet), len(s.benchSet)
+	return s, err
+}
+
+func (s *Summary) add(m Match) {
+	s.Matches++
+	s.MaxScore = max(s.MaxScore, m.Score)
+	if !m.Contaminated {
+		return
+	}
+	s.Contaminated++
+	s.corpusSet[m.CorpusID] = true
+	s.benchSet[m.BenchmarkID] = true
+	s.Top = append(s.Top, m)
+	slices.SortStableFunc(s.Top, func(a, b Match) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		}
+		return 0
+	})
+	if len(s.Top) > 10 {
+		s.Top = s.Top[:10]
+	}
+}

@@ -1,0 +1,294 @@
+package decontam
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/crucible-data/crucible/dedup"
+	"github.com/crucible-data/crucible/engine"
+)
+
+// Error categories, wrapping the engine's so the CLI maps exit codes.
+var (
+	ErrConfig = fmt.Errorf("decontam: %w", engine.ErrConfig)
+	ErrInput  = fmt.Errorf("decontam: %w", engine.ErrInput)
+	ErrIO     = fmt.Errorf("decontam: %w", engine.ErrIO)
+)
+
+// Config configures indexing and matching. Both sides of a check must use
+// the same NGram, ShingleN, NumPerm and Seed; Open checks it.
+type Config struct {
+	NGram            int     `yaml:"ngram" json:"ngram"`                             // n-gram length in tokens (13)
+	MinTokens        int     `yaml:"min_tokens" json:"min_tokens"`                   // shorter texts: whole text is one gram; below this, no n-gram matching
+	StructMinFixed   float64 `yaml:"struct_min_fixed" json:"struct_min_fixed"`       // structural grams need this fraction of non-placeholder tokens
+	Threshold        float64 `yaml:"threshold" json:"threshold"`                     // score at or above → contaminated
+	ReportMin        float64 `yaml:"report_min" json:"report_min"`                   // matches below this score are not reported
+	MinHashThreshold float64 `yaml:"minhash_threshold" json:"minhash_threshold"`     // banding target for the MinHash channel
+	ShingleN         int     `yaml:"shingle_n" json:"shingle_n"`                     // structural shingle length for MinHash
+	NumPerm          int     `yaml:"num_perm" json:"num_perm"`                       // MinHash slots
+	Seed             uint64  `yaml:"seed" json:"seed"`                               // MinHash seed
+	Lang             string  `yaml:"lang" json:"lang"`                               // auto | verilog | c | python | text
+	MemoryBudget     int64   `yaml:"memory_budget_bytes" json:"memory_budget_bytes"` // sort buffer for index builds
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{NGram: 13, MinTokens: 8, StructMinFixed: 0.5, Threshold: 0.5, ReportMin: 0.2,
+		MinHashThreshold: 0.7, ShingleN: 5, NumPerm: 128, Seed: 1, Lang: "auto", MemoryBudget: 128 << 20}
+}
+
+// Validate reports every bad field.
+func (c Config) Validate() error {
+	var bad []string
+	if c.NGram < 2 || c.NGram > 64 {
+		bad = append(bad, fmt.Sprintf("ngram=%d (want 2..64)", c.NGram))
+	}
+	if c.MinTokens < 1 || c.MinTokens > c.NGram {
+		bad = append(bad, fmt.Sprintf("min_tokens=%d (want 1..ngram)", c.MinTokens))
+	}
+	if c.StructMinFixed < 0 || c.StructMinFixed > 1 {
+		bad = append(bad, fmt.Sprintf("struct_min_fixed=%v (want 0..1)", c.StructMinFixed))
+	}
+	if !(c.Threshold > 0 && c.Threshold <= 1) {
+		bad = append(bad, fmt.Sprintf("threshold=%v (want 0<t≤1)", c.Threshold))
+	}
+	if c.ReportMin < 0 || c.ReportMin > c.Threshold {
+		bad = append(bad, fmt.Sprintf("report_min=%v (want 0..threshold)", c.ReportMin))
+	}
+	if !(c.MinHashThreshold > 0 && c.MinHashThreshold < 1) {
+		bad = append(bad, fmt.Sprintf("minhash_threshold=%v (want 0<t<1)", c.MinHashThreshold))
+	}
+	if c.ShingleN < 1 || c.ShingleN > 32 {
+		bad = append(bad, fmt.Sprintf("shingle_n=%d (want 1..32)", c.ShingleN))
+	}
+	if c.NumPerm < 8 || c.NumPerm > 1024 {
+		bad = append(bad, fmt.Sprintf("num_perm=%d (want 8..1024)", c.NumPerm))
+	}
+	if _, ok := dedup.ParseLang(c.Lang); !ok {
+		bad = append(bad, fmt.Sprintf("lang=%q (want auto|verilog|c|python|text)", c.Lang))
+	}
+	if c.MemoryBudget < 1<<20 {
+		bad = append(bad, fmt.Sprintf("memory_budget_bytes=%d (want ≥ 1 MiB)", c.MemoryBudget))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: %s", ErrConfig, strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+func (c Config) lang() dedup.Lang { l, _ := dedup.ParseLang(c.Lang); return l }
+
+// tagBand0 is the record tag of band 0 of the MinHash channel; n-gram
+// records use their channel as tag.
+const tagBand0 = 2
+
+// Entry describes one indexed text: an item's field.
+type Entry struct {
+	ID     string   `json:"id"`
+	Field  string   `json:"field"`
+	Grams  [2]int32 `json:"grams"` // distinct grams per channel
+	Tokens int32    `json:"tokens"`
+}
+
+// IndexMeta is the persisted header of an index directory.
+type IndexMeta struct {
+	Version int         `json:"version"`
+	Name    string      `json:"name"` // e.g. the benchmark file name
+	Side    string      `json:"side"` // benchmark | corpus
+	Config  Config      `json:"config"`
+	Bands   dedup.Bands `json:"bands"`
+	Entries int         `json:"entries"`
+	Lens    []int       `json:"lens"` // gram window lengths present (NGram plus short whole-text lengths)
+	Records int64       `json:"records"`
+}
+
+const indexVersion = 1
+
+// Index file names inside an index directory.
+const (
+	metaFile    = "meta.json"
+	entriesFile = "entries.jsonl"
+	sigsFile    = "signatures.bin"
+	gramsFile   = "grams.bin"
+)
+
+// Builder streams texts into a persisted index. Records go through an
+// external sort, so a corpus index is built in bounded memory.
+type Builder struct {
+	cfg     Config
+	meta    IndexMeta
+	dir     string
+	tmp     string
+	runs    *dedup.SortedRuns
+	entries *bufio.Writer
+	entF    *os.File
+	sigs    *bufio.Writer
+	sigF    *os.File
+	signer  dedup.Signer
+	ti      tokenInfo
+	grams   []gram
+	shing   []uint64
+	sig     []uint64
+	keys    []uint64
+	lens    map[int]bool
+}
+
+// NewBuilder starts an index in dir (created; must not already hold an index).
+func NewBuilder(cfg Config, dir, name, side string) (*Builder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	bands, err := dedup.ChooseBands(cfg.NumPerm, cfg.MinHashThreshold, dedup.DefaultFPWeight, dedup.DefaultFNWeight)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, metaFile)); err == nil {
+		return nil, fmt.Errorf("%w: %s already holds an index", ErrConfig, dir)
+	}
+	tmp, err := os.MkdirTemp(dir, ".build-*")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	b := &Builder{cfg: cfg, dir: dir, tmp: tmp, runs: dedup.NewSortedRuns(tmp, cfg.MemoryBudget),
+		signer: dedup.Signer{K: cfg.NumPerm, Seed: cfg.Seed}, lens: map[int]bool{cfg.NGram: true},
+		meta: IndexMeta{Version: indexVersion, Name: name, Side: side, Config: cfg, Bands: bands}}
+	if b.entF, err = os.Create(filepath.Join(dir, entriesFile)); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	if b.sigF, err = os.Create(filepath.Join(dir, sigsFile)); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	b.entries = bufio.NewWriterSize(b.entF, 1<<20)
+	b.sigs = bufio.NewWriterSize(b.sigF, 1<<20)
+	return b, nil
+}
+
+// textGrams computes the distinct grams of an analysed text: NGram windows,
+// or the whole text as one gram when it has MinTokens..NGram-1 tokens.
+func textGrams(ti *tokenInfo, cfg Config, lens []int, dst []gram) []gram {
+	n := len(ti.lex)
+	for _, L := range lens {
+		dst = ti.appendGrams(dst, L, cfg.StructMinFixed)
+	}
+	if n >= cfg.MinTokens && n < cfg.NGram && !slices.Contains(lens, n) {
+		dst = ti.appendGrams(dst, n, cfg.StructMinFixed)
+	}
+	return dst
+}
+
+// Add indexes one field of one item.
+func (b *Builder) Add(id, field, text string) error {
+	entry := int32(b.meta.Entries)
+	if b.meta.Entries >= 1<<31-1 {
+		return fmt.Errorf("%w: too many index entries", ErrInput)
+	}
+	b.ti.analyse(text, b.cfg.lang())
+	n := len(b.ti.lex)
+	if n >= b.cfg.MinTokens && n < b.cfg.NGram {
+		b.lens[n] = true
+	}
+	b.grams = textGrams(&b.ti, b.cfg, []int{b.cfg.NGram}, b.grams[:0])
+	slices.SortFunc(b.grams, func(x, y gram) int { return cmpU64(x.hash, y.hash) })
+	e := Entry{ID: id, Field: field, Tokens: int32(n)}
+	for i, g := range b.grams {
+		if i > 0 && g.hash == b.grams[i-1].hash {
+			continue
+		}
+		e.Grams[g.chann]++
+		if err := b.runs.Add(g.hash, uint32(g.chann), entry); err != nil {
+			return err
+		}
+	}
+	b.shing = b.ti.structuralShingles(b.shing[:0], b.cfg.ShingleN)
+	b.sig = b.signer.Sign(b.shing, b.sig)
+	var buf [8]byte
+	for i := range b.cfg.NumPerm {
+		var v uint64
+		if b.sig != nil {
+			v = b.sig[i]
+		}
+		binary.LittleEndian.PutUint64(buf[:], v)
+		b.sigs.Write(buf[:])
+	}
+	if b.sig != nil {
+		b.keys = dedup.BandKeys(b.sig, b.meta.Bands.B, b.meta.Bands.R, b.keys)
+		for band, k := range b.keys {
+			if err := b.runs.Add(k, uint32(tagBand0+band), entry); err != nil {
+				return err
+			}
+		}
+	}
+	line, _ := json.Marshal(e)
+	b.entries.Write(append(line, '\n'))
+	b.meta.Entries++
+	return nil
+}
+
+// Finish merges the sorted runs into grams.bin and writes meta.json last,
+// so a directory with meta.json is a complete index.
+func (b *Builder) Finish() error {
+	defer os.RemoveAll(b.tmp)
+	defer b.runs.Cleanup()
+	if err := errors.Join(b.entries.Flush(), b.entF.Close(), b.sigs.Flush(), b.sigF.Close()); err != nil {
+		return fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	f, err := os.Create(filepath.Join(b.dir, gramsFile))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var rec [16]byte
+	err = b.runs.Merge(func(key uint64, tag uint32, docs []int32) error {
+		for i, d := range docs {
+			if i > 0 && d == docs[i-1] {
+				continue
+			}
+			binary.LittleEndian.PutUint64(rec[:8], key)
+			binary.LittleEndian.PutUint32(rec[8:12], uint32(d))
+			binary.LittleEndian.PutUint32(rec[12:], tag)
+			if _, err := w.Write(rec[:]); err != nil {
+				return fmt.Errorf("%w: %v", ErrIO, err)
+			}
+			b.meta.Records++
+		}
+		return nil
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("%w: %v", ErrIO, cerr)
+	}
+	if err != nil {
+		return err
+	}
+	for l := range b.lens {
+		b.meta.Lens = append(b.meta.Lens, l)
+	}
+	slices.Sort(b.meta.Lens)
+	meta, _ := json.MarshalIndent(b.meta, "", "  ")
+	if err := os.WriteFile(filepath.Join(b.dir, metaFile), meta, 0o644); err != nil {
+		return fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	return nil
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

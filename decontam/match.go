@@ -1,0 +1,420 @@
+package decontam
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/crucible-data/crucible/dedup"
+)
+
+// inMemoryGramBytes: gram files up to this size are loaded; larger ones are
+// searched on disk through a sparse in-memory fence index.
+const inMemoryGramBytes = 256 << 20
+
+const fenceEvery = 1024 // records per fence block (16 KiB)
+
+// Index is an opened index directory.
+type Index struct {
+	Meta    IndexMeta
+	Entries []Entry
+	sigs    []uint64 // loaded signatures (small indexes)
+	sigF    *os.File // large indexes: read by offset
+	recs    []byte   // loaded gram records
+	gramF   *os.File
+	fences  []uint64 // first key of every fenceEvery-th record (disk mode)
+	nrec    int64
+}
+
+// Open loads an index directory written by Builder.
+func Open(dir string) (*Index, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, metaFile))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s is not an index (no %s): %v", ErrInput, dir, metaFile, err)
+	}
+	ix := &Index{}
+	if err := json.Unmarshal(raw, &ix.Meta); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInput, filepath.Join(dir, metaFile), err)
+	}
+	if ix.Meta.Version != indexVersion {
+		return nil, fmt.Errorf("%w: %s: index version %d, want %d", ErrInput, dir, ix.Meta.Version, indexVersion)
+	}
+	ef, err := os.Open(filepath.Join(dir, entriesFile))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	defer ef.Close()
+	sc := bufio.NewScanner(ef)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		var e Entry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("%w: %s:%d: %v", ErrInput, entriesFile, line, err)
+		}
+		ix.Entries = append(ix.Entries, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInput, entriesFile, err)
+	}
+	if len(ix.Entries) != ix.Meta.Entries {
+		return nil, fmt.Errorf("%w: %s: %d entries, meta says %d", ErrInput, dir, len(ix.Entries), ix.Meta.Entries)
+	}
+	k := ix.Meta.Config.NumPerm
+	sigPath := filepath.Join(dir, sigsFile)
+	if int64(len(ix.Entries))*int64(k)*8 <= inMemoryGramBytes {
+		b, err := os.ReadFile(sigPath)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInput, err)
+		}
+		if len(b) != len(ix.Entries)*k*8 {
+			return nil, fmt.Errorf("%w: %s: %d bytes, want %d", ErrInput, sigPath, len(b), len(ix.Entries)*k*8)
+		}
+		ix.sigs = make([]uint64, len(b)/8)
+		for i := range ix.sigs {
+			ix.sigs[i] = binary.LittleEndian.Uint64(b[8*i:])
+		}
+	} else if ix.sigF, err = os.Open(sigPath); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	gp := filepath.Join(dir, gramsFile)
+	st, err := os.Stat(gp)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	if st.Size()%16 != 0 || st.Size()/16 != ix.Meta.Records {
+		return nil, fmt.Errorf("%w: %s: %d bytes for %d records", ErrInput, gp, st.Size(), ix.Meta.Records)
+	}
+	ix.nrec = ix.Meta.Records
+	if st.Size() <= inMemoryGramBytes {
+		if ix.recs, err = os.ReadFile(gp); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInput, err)
+		}
+		return ix, nil
+	}
+	if ix.gramF, err = os.Open(gp); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	br := bufio.NewReaderSize(ix.gramF, 1<<20)
+	var rec [16]byte
+	for i := int64(0); i < ix.nrec; i++ {
+		if _, err := io.ReadFull(br, rec[:]); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInput, gp, err)
+		}
+		if i%fenceEvery == 0 {
+			ix.fences = append(ix.fences, binary.LittleEndian.Uint64(rec[:8]))
+		}
+	}
+	return ix, nil
+}
+
+// Close releases files.
+func (ix *Index) Close() error {
+	if ix.sigF != nil {
+		ix.sigF.Close()
+	}
+	if ix.gramF != nil {
+		ix.gramF.Close()
+	}
+	return nil
+}
+
+// lookup calls fn for every record with the key.
+func (ix *Index) lookup(key uint64, buf *[]byte, fn func(entry int32, tag uint32)) error {
+	scan := func(b []byte) bool { // returns false once past the key
+		for off := 0; off+16 <= len(b); off += 16 {
+			k := binary.LittleEndian.Uint64(b[off:])
+			if k > key {
+				return false
+			}
+			if k == key {
+				fn(int32(binary.LittleEndian.Uint32(b[off+8:])), binary.LittleEndian.Uint32(b[off+12:]))
+			}
+		}
+		return true
+	}
+	if ix.recs != nil {
+		n := len(ix.recs) / 16
+		i := sort.Search(n, func(i int) bool { return binary.LittleEndian.Uint64(ix.recs[16*i:]) >= key })
+		scan(ix.recs[16*i:])
+		return nil
+	}
+	// The first block that may hold the key is the last whose fence is < key
+	// (equal keys can straddle a fence).
+	blk := sort.Search(len(ix.fences), func(i int) bool { return ix.fences[i] >= key }) - 1
+	blk = max(blk, 0)
+	if cap(*buf) < 16*fenceEvery {
+		*buf = make([]byte, 16*fenceEvery)
+	}
+	for ; int64(blk)*fenceEvery < ix.nrec; blk++ {
+		start := int64(blk) * fenceEvery
+		nr := min(int64(fenceEvery), ix.nrec-start)
+		b := (*buf)[:16*nr]
+		if _, err := ix.gramF.ReadAt(b, start*16); err != nil {
+			return fmt.Errorf("%w: read grams: %v", ErrIO, err)
+		}
+		if !scan(b) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (ix *Index) signature(entry int32, dst []uint64) ([]uint64, error) {
+	k := ix.Meta.Config.NumPerm
+	if ix.sigs != nil {
+		return append(dst[:0], ix.sigs[int(entry)*k:int(entry+1)*k]...), nil
+	}
+	b := make([]byte, 8*k)
+	if _, err := ix.sigF.ReadAt(b, int64(entry)*int64(8*k)); err != nil {
+		return nil, fmt.Errorf("%w: read signature: %v", ErrIO, err)
+	}
+	dst = dst[:0]
+	for i := range k {
+		dst = append(dst, binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return dst, nil
+}
+
+// Span is a byte range [Start, End) of a text.
+type Span struct {
+	Start int64 `json:"start" arrow:"start"`
+	End   int64 `json:"end" arrow:"end"`
+}
+
+// Match is one (corpus item, benchmark item field) overlap.
+type Match struct {
+	CorpusID          string  `json:"corpus_id" arrow:"corpus_id"`
+	CorpusField       string  `json:"corpus_field" arrow:"corpus_field"`
+	Benchmark         string  `json:"benchmark" arrow:"benchmark"` // benchmark name (file)
+	BenchmarkID       string  `json:"benchmark_id" arrow:"benchmark_id"`
+	BenchmarkField    string  `json:"benchmark_field" arrow:"benchmark_field"`
+	Method            string  `json:"method" arrow:"method"` // lexical | structural | minhash: the channel that gave the score
+	MatchedNgrams     int32   `json:"matched_ngrams" arrow:"matched_ngrams"`
+	BenchmarkNgrams   int32   `json:"benchmark_ngrams" arrow:"benchmark_ngrams"`
+	LexicalOverlap    float64 `json:"lexical_overlap" arrow:"lexical_overlap"`       // share of the benchmark text's lexical n-grams found
+	StructuralOverlap float64 `json:"structural_overlap" arrow:"structural_overlap"` // same, identifiers as placeholders
+	OverlapRatio      float64 `json:"overlap_ratio" arrow:"overlap_ratio"`           // max of the two
+	MinhashSimilarity float64 `json:"minhash_similarity" arrow:"minhash_similarity"` // estimated Jaccard of structural shingles
+	Score             float64 `json:"score" arrow:"score"`                           // max(overlap_ratio, minhash_similarity)
+	Contaminated      bool    `json:"contaminated" arrow:"contaminated"`             // score ≥ threshold
+	SpansIn           string  `json:"spans_in" arrow:"spans_in"`                     // corpus | benchmark: whose text the spans index
+	Spans             []Span  `json:"spans" arrow:"spans"`
+	Excerpt           string  `json:"excerpt" arrow:"excerpt"` // longest span, truncated
+}
+
+// Matcher queries one index with texts; not safe for concurrent use (one
+// per goroutine).
+type Matcher struct {
+	ix    *Index
+	cfg   Config
+	ti    tokenInfo
+	grams []gram
+	shing []uint64
+	sig   []uint64
+	esig  []uint64
+	keys  []uint64
+	buf   []byte
+	hits  map[int32]*hit
+}
+
+type hit struct {
+	count   [2]int32
+	windows [][2]int32 // matched token windows in the query
+}
+
+// NewMatcher returns a matcher for ix.
+func (ix *Index) NewMatcher() *Matcher {
+	return &Matcher{ix: ix, cfg: ix.Meta.Config, hits: map[int32]*hit{}}
+}
+
+const maxWindows = 4096
+
+// Match compares one query text against every indexed entry. When the index
+// holds the benchmark (Meta.Side == "benchmark") the query is a corpus item;
+// otherwise the query is a benchmark item checked against a corpus index.
+// Overlap ratios are always relative to the benchmark text's n-grams.
+func (m *Matcher) Match(queryID, queryField, text string) ([]Match, error) {
+	cfg := m.cfg
+	m.ti.analyse(text, cfg.lang())
+	m.grams = textGrams(&m.ti, cfg, m.ix.Meta.Lens, m.grams[:0])
+	slices.SortFunc(m.grams, func(x, y gram) int { return cmpU64(x.hash, y.hash) })
+	clear(m.hits)
+	var qGrams [2]int32
+	var cur []int32 // entries that matched the current gram hash
+	for i, g := range m.grams {
+		if i > 0 && g.hash == m.grams[i-1].hash {
+			// Same gram at another position: it only widens the spans.
+			for _, e := range cur {
+				m.addWindow(e, g)
+			}
+			continue
+		}
+		qGrams[g.chann]++
+		cur = cur[:0]
+		err := m.ix.lookup(g.hash, &m.buf, func(entry int32, tag uint32) {
+			if tag != uint32(g.chann) {
+				return
+			}
+			h := m.hits[entry]
+			if h == nil {
+				h = &hit{}
+				m.hits[entry] = h
+			}
+			h.count[g.chann]++
+			cur = append(cur, entry)
+			m.addWindow(entry, g)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	// MinHash channel: band-key postings give candidates, signatures the estimate.
+	sims := map[int32]float64{}
+	m.shing = m.ti.structuralShingles(m.shing[:0], cfg.ShingleN)
+	m.sig = dedup.Signer{K: cfg.NumPerm, Seed: cfg.Seed}.Sign(m.shing, m.sig)
+	if m.sig != nil {
+		m.keys = dedup.BandKeys(m.sig, m.ix.Meta.Bands.B, m.ix.Meta.Bands.R, m.keys)
+		for band, k := range m.keys {
+			err := m.ix.lookup(k, &m.buf, func(entry int32, tag uint32) {
+				if tag == uint32(tagBand0+band) {
+					sims[entry] = -1
+				}
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+		for e := range sims {
+			var err error
+			if m.esig, err = m.ix.signature(e, m.esig); err != nil {
+				return nil, err
+			}
+			sims[e] = dedup.Estimate(m.sig, m.esig)
+		}
+	}
+	forward := m.ix.Meta.Side != SideCorpus
+	var out []Match
+	emit := func(e int32, h *hit, sim float64) {
+		ent := m.ix.Entries[e]
+		var bench [2]int32
+		mt := Match{Benchmark: m.ix.Meta.Name, MinhashSimilarity: sim}
+		if forward {
+			bench = ent.Grams
+			mt.CorpusID, mt.CorpusField, mt.BenchmarkID, mt.BenchmarkField, mt.SpansIn = queryID, queryField, ent.ID, ent.Field, SideCorpus
+		} else {
+			bench = qGrams
+			mt.CorpusID, mt.CorpusField, mt.BenchmarkID, mt.BenchmarkField, mt.SpansIn = ent.ID, ent.Field, queryID, queryField, SideBenchmark
+		}
+		var count [2]int32
+		if h != nil {
+			count = h.count
+		}
+		if bench[ChanLexical] > 0 {
+			mt.LexicalOverlap = float64(count[ChanLexical]) / float64(bench[ChanLexical])
+		}
+		if bench[ChanStructural] > 0 {
+			mt.StructuralOverlap = float64(count[ChanStructural]) / float64(bench[ChanStructural])
+		}
+		mt.Method, mt.MatchedNgrams, mt.BenchmarkNgrams, mt.OverlapRatio = "lexical", count[0], bench[0], mt.LexicalOverlap
+		if mt.StructuralOverlap > mt.OverlapRatio {
+			mt.Method, mt.MatchedNgrams, mt.BenchmarkNgrams, mt.OverlapRatio = "structural", count[1], bench[1], mt.StructuralOverlap
+		}
+		mt.Score = mt.OverlapRatio
+		if sim > mt.Score {
+			mt.Score, mt.Method = sim, "minhash"
+		}
+		if mt.Score < cfg.ReportMin {
+			return
+		}
+		mt.Contaminated = mt.Score >= cfg.Threshold
+		if h != nil {
+			mt.Spans, mt.Excerpt = m.spans(h, text)
+		}
+		out = append(out, mt)
+	}
+	for e, h := range m.hits {
+		emit(e, h, max(sims[e], 0))
+	}
+	for e, sim := range sims {
+		if m.hits[e] == nil {
+			emit(e, nil, sim)
+		}
+	}
+	slices.SortFunc(out, func(a, b Match) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		if a.BenchmarkID != b.BenchmarkID {
+			if a.BenchmarkID < b.BenchmarkID {
+				return -1
+			}
+			return 1
+		}
+		if a.CorpusID < b.CorpusID {
+			return -1
+		}
+		if a.CorpusID > b.CorpusID {
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// Index sides.
+const (
+	SideBenchmark = "benchmark"
+	SideCorpus    = "corpus"
+)
+
+func (m *Matcher) addWindow(e int32, g gram) {
+	h := m.hits[e]
+	if h == nil || len(h.windows) >= maxWindows {
+		return
+	}
+	h.windows = append(h.windows, [2]int32{g.pos, g.pos + g.len})
+}
+
+// spans merges matched token windows into byte spans of the query text.
+func (m *Matcher) spans(h *hit, text string) ([]Span, string) {
+	if len(h.windows) == 0 {
+		return nil, ""
+	}
+	w := slices.Clone(h.windows)
+	slices.SortFunc(w, func(a, b [2]int32) int { return int(a[0] - b[0]) })
+	var toks [][2]int32
+	cur := w[0]
+	for _, x := range w[1:] {
+		if x[0] <= cur[1] {
+			cur[1] = max(cur[1], x[1])
+			continue
+		}
+		toks = append(toks, cur)
+		cur = x
+	}
+	toks = append(toks, cur)
+	out := make([]Span, 0, len(toks))
+	best := 0
+	for i, t := range toks {
+		s := Span{Start: int64(m.ti.tok.SrcStart[t[0]]), End: int64(m.ti.tok.SrcEnd[t[1]-1])}
+		out = append(out, s)
+		if s.End-s.Start > out[best].End-out[best].Start {
+			best = i
+		}
+	}
+	ex := text[out[best].Start:out[best].End]
+	if len(ex) > 300 {
+		ex = ex[:300] + "…"
+	}
+	return out, strings.ToValidUTF8(ex, "")
+}

@@ -1,0 +1,241 @@
+package dedup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+// Field is one named text of a record.
+type Field struct {
+	Name string
+	Text string
+}
+
+// Record is one row of a JSONL or Parquet file reduced to an id and the
+// requested text fields (in the requested order; absent fields omitted).
+type Record struct {
+	Path   string
+	Row    int64 // 1-based line (JSONL) or row (Parquet)
+	ID     string
+	Fields []Field
+}
+
+// Text joins the record's fields with blank lines.
+func (r Record) Text() string {
+	if len(r.Fields) == 1 {
+		return r.Fields[0].Text
+	}
+	parts := make([]string, len(r.Fields))
+	for i, f := range r.Fields {
+		parts[i] = f.Text
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// ScanRecords streams the rows of a JSONL or Parquet file (by extension) with
+// any id/text column names. A row without the id field, or with none of the
+// text fields, is an error naming file, row and field: a file that does not
+// fit the mapping is a usage error, not data to drop silently.
+func ScanRecords(ctx context.Context, path, idField string, textFields []string, fn func(Record) error) error {
+	if idField == "" || len(textFields) == 0 {
+		return fmt.Errorf("%w: %s: need an id field and at least one text field", ErrConfig, path)
+	}
+	if engine.IsParquet(path) {
+		return scanParquet(ctx, path, idField, textFields, fn)
+	}
+	var n int64
+	var bad error
+	err := engine.ScanJSONL(path, func(line int64, raw []byte) error {
+		if n++; n%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var row map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &row); err != nil {
+			return fmt.Errorf("%w: %s:%d: not a JSON object: %v", ErrInput, path, line, err)
+		}
+		rec := Record{Path: path, Row: line}
+		idRaw, ok := row[idField]
+		if !ok || string(idRaw) == "null" {
+			return fmt.Errorf("%w: %s:%d: missing id field %q", ErrInput, path, line, idField)
+		}
+		var s string
+		if json.Unmarshal(idRaw, &s) == nil {
+			rec.ID = s
+		} else {
+			rec.ID = string(idRaw) // numbers and other scalars keep their JSON text
+		}
+		for _, f := range textFields {
+			v, ok := row[f]
+			if !ok || string(v) == "null" {
+				continue
+			}
+			var t string
+			if err := json.Unmarshal(v, &t); err != nil {
+				return fmt.Errorf("%w: %s:%d: field %q is not a string", ErrInput, path, line, f)
+			}
+			rec.Fields = append(rec.Fields, Field{Name: f, Text: t})
+		}
+		if len(rec.Fields) == 0 {
+			return fmt.Errorf("%w: %s:%d: none of the text fields %v present", ErrInput, path, line, textFields)
+		}
+		return fn(rec)
+	}, func(e *engine.JSONLError) {
+		if bad == nil {
+			bad = fmt.Errorf("%w: %v", ErrInput, e)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return bad
+}
+
+func scanParquet(ctx context.Context, path, idField string, textFields []string, fn func(Record) error) (err error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return fmt.Errorf("%w: %s: not a readable Parquet file: %v", ErrInput, path, err)
+	}
+	defer pf.Close()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %s: corrupt Parquet: %v", ErrInput, path, p)
+		}
+	}()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1024}, memory.DefaultAllocator)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInput, path, err)
+	}
+	schema, err := fr.Schema()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInput, path, err)
+	}
+	// Only the needed top-level columns are read (by leaf index; the
+	// mapped columns must be flat strings or scalars).
+	colOf := func(name string) int {
+		idx := schema.FieldIndices(name)
+		if len(idx) == 0 {
+			return -1
+		}
+		return idx[0]
+	}
+	idCol := colOf(idField)
+	if idCol < 0 {
+		return fmt.Errorf("%w: %s: no column %q (columns: %s)", ErrInput, path, idField, columnNames(schema))
+	}
+	cols := []int{idCol}
+	var names []string
+	for _, f := range textFields {
+		if c := colOf(f); c >= 0 {
+			cols = append(cols, c)
+			names = append(names, f)
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("%w: %s: none of the text columns %v (columns: %s)", ErrInput, path, textFields, columnNames(schema))
+	}
+	leaves := make([]int, 0, len(cols))
+	for _, c := range cols {
+		lf := fr.Manifest.Fields[c]
+		if lf.Field.Type.ID() == arrow.STRUCT || lf.Field.Type.ID() == arrow.LIST {
+			return fmt.Errorf("%w: %s: column %q is nested; map a flat string column", ErrInput, path, lf.Field.Name)
+		}
+		leaves = append(leaves, lf.ColIndex)
+	}
+	rr, err := fr.GetRecordReader(ctx, leaves, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInput, path, err)
+	}
+	defer rr.Release()
+	var row int64
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		idArr := rec.Column(0)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			row++
+			if idArr.IsNull(i) {
+				return fmt.Errorf("%w: %s: row %d: null id field %q", ErrInput, path, row, idField)
+			}
+			r := Record{Path: path, Row: row, ID: cellString(idArr, i)}
+			for k, name := range names {
+				a := rec.Column(k + 1)
+				if a.IsNull(i) {
+					continue
+				}
+				r.Fields = append(r.Fields, Field{Name: name, Text: cellString(a, i)})
+			}
+			if len(r.Fields) == 0 {
+				return fmt.Errorf("%w: %s: row %d: all text fields %v are null", ErrInput, path, row, names)
+			}
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %s: %v", ErrInput, path, err)
+	}
+	return nil
+}
+
+func cellString(a arrow.Array, i int) string {
+	switch x := a.(type) {
+	case *array.String:
+		return x.Value(i)
+	case *array.LargeString:
+		return x.Value(i)
+	case *array.Binary:
+		return string(x.Value(i))
+	case *array.LargeBinary:
+		return string(x.Value(i))
+	}
+	return a.ValueStr(i)
+}
+
+func columnNames(s *arrow.Schema) string {
+	var n []string
+	for _, f := range s.Fields() {
+		n = append(n, f.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// FileSource is a Source over JSONL/Parquet files with a field mapping.
+// Tier, when set, gives each record's survivor priority tier.
+type FileSource struct {
+	Paths      []string
+	IDField    string
+	TextFields []string
+	Tier       func(Record) uint8
+}
+
+// Scan implements Source.
+func (s FileSource) Scan(ctx context.Context, fn func(d Doc) error) error {
+	for _, p := range s.Paths {
+		err := ScanRecords(ctx, p, s.IDField, s.TextFields, func(r Record) error {
+			d := Doc{ID: r.ID, Text: r.Text(), Tier: TierOther}
+			if s.Tier != nil {
+				d.Tier = s.Tier(r)
+			}
+			return fn(d)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
