@@ -55,6 +55,8 @@ type candidate struct {
 	item *engine.Item
 	root string
 	vals [5]string // in Dims order
+	vidx [5]int    // value indexes in the split's balancer
+	ridx int       // index of its root in the split's root order
 	hash uint64
 	sig  string
 }
@@ -195,18 +197,38 @@ type pick struct {
 }
 
 // balancer tracks the split's mix and scores candidates by how much they
-// close the gap between current shares and targets.
+// close the gap between current shares and targets. Values are indexed per
+// dimension so a score is a few slice reads: the fill pass scores every
+// signature at every step.
 type balancer struct {
-	targets [5]map[string]float64
+	index   [5]map[string]int
+	targets [5][]float64
+	counts  [5][]int
 	weights [5]float64
-	counts  [5]map[string]int
 	total   int
 }
 
-func newBalancer(t [5]map[string]float64, cfg Config) *balancer {
-	b := &balancer{targets: t}
+// newBalancer indexes the values of the split's candidates and targets and
+// stores each candidate's value indexes in it (a candidate belongs to one
+// split only).
+func newBalancer(t [5]map[string]float64, cands []*candidate, cfg Config) *balancer {
+	b := &balancer{}
 	for d, name := range Dims {
-		b.counts[d] = map[string]int{}
+		b.index[d] = map[string]int{}
+		for _, v := range sortedKeys(t[d]) {
+			b.index[d][v] = len(b.index[d])
+		}
+		for _, c := range cands {
+			if _, ok := b.index[d][c.vals[d]]; !ok {
+				b.index[d][c.vals[d]] = len(b.index[d])
+			}
+			c.vidx[d] = b.index[d][c.vals[d]]
+		}
+		b.targets[d] = make([]float64, len(b.index[d]))
+		for v, share := range t[d] {
+			b.targets[d][b.index[d][v]] = share
+		}
+		b.counts[d] = make([]int, len(b.index[d]))
 		b.weights[d] = 1
 		if w, ok := cfg.Weights[name]; ok {
 			b.weights[d] = w
@@ -220,26 +242,23 @@ func (b *balancer) score(c *candidate) float64 {
 	for d := range Dims {
 		share := 0.0
 		if b.total > 0 {
-			share = float64(b.counts[d][c.vals[d]]) / float64(b.total)
+			share = float64(b.counts[d][c.vidx[d]]) / float64(b.total)
 		}
-		s += b.weights[d] * (b.targets[d][c.vals[d]] - share)
+		s += b.weights[d] * (b.targets[d][c.vidx[d]] - share)
 	}
 	return s
 }
 
 func (b *balancer) add(c *candidate) {
 	for d := range Dims {
-		b.counts[d][c.vals[d]]++
+		b.counts[d][c.vidx[d]]++
 	}
 	b.total++
 }
 
-// better orders candidates: higher score, then lineage root item, then hash.
-func better(b *balancer, x, y *candidate) bool {
-	sx, sy := b.score(x), b.score(y)
-	if sx != sy {
-		return sx > sy
-	}
+// tieBefore orders candidates of equal score: the lineage root item first,
+// then by seeded hash, then by id.
+func tieBefore(x, y *candidate) bool {
 	xr, yr := x.item.ItemID == x.root, y.item.ItemID == y.root
 	if xr != yr {
 		return xr
@@ -253,15 +272,23 @@ func better(b *balancer, x, y *candidate) bool {
 // selectSplit runs the first pass (one item per lineage, lineages in root
 // order) and the fill pass (best-scoring signature under caps until size).
 func selectSplit(roots []string, byRoot map[string][]*candidate, size int, cfg Config) []pick {
-	b := newBalancer(targetsFor(cfg, byRoot, roots), cfg)
+	var all []*candidate
+	for i, r := range roots {
+		for _, c := range byRoot[r] {
+			c.ridx = i
+		}
+		all = append(all, byRoot[r]...)
+	}
+	b := newBalancer(targetsFor(cfg, byRoot, roots), all, cfg)
 	var out []pick
 	taken := map[*candidate]bool{}
-	perRoot := map[string]int{}
-	for _, r := range roots {
+	perRoot := make([]int, len(roots))
+	for i, r := range roots {
 		var best *candidate
+		var bestScore float64
 		for _, c := range byRoot[r] {
-			if best == nil || better(b, c, best) {
-				best = c
+			if sc := b.score(c); best == nil || sc > bestScore || (sc == bestScore && tieBefore(c, best)) {
+				best, bestScore = c, sc
 			}
 		}
 		if best == nil {
@@ -269,52 +296,51 @@ func selectSplit(roots []string, byRoot map[string][]*candidate, size int, cfg C
 		}
 		out = append(out, pick{best, PassFirst})
 		taken[best] = true
-		perRoot[r]++
+		perRoot[i]++
 		b.add(best)
 	}
 	// Fill: candidates with the same dimension values score the same, so
 	// the loop scores signatures, not items: O(steps × signatures).
-	queues := map[string][]*candidate{}
-	for _, r := range roots {
-		for _, c := range byRoot[r] {
-			if !taken[c] {
-				queues[c.sig] = append(queues[c.sig], c)
-			}
+	bySig := map[string][]*candidate{}
+	for _, c := range all {
+		if !taken[c] {
+			bySig[c.sig] = append(bySig[c.sig], c)
 		}
 	}
-	sigs := sortedKeys(queues)
-	for _, s := range sigs {
-		q := queues[s]
+	queues := make([][]*candidate, 0, len(bySig))
+	for _, sig := range sortedKeys(bySig) {
+		q := bySig[sig]
 		sort.Slice(q, func(i, j int) bool {
 			if q[i].hash != q[j].hash {
 				return q[i].hash < q[j].hash
 			}
 			return q[i].item.ItemID < q[j].item.ItemID
 		})
+		queues = append(queues, q)
 	}
 	for size == 0 || len(out) < size {
-		var bestSig string
-		var best *candidate
-		for _, s := range sigs {
-			q := queues[s]
-			for len(q) > 0 && perRoot[q[0].root] >= cfg.LineageCap {
+		bestQ := -1
+		var bestScore float64
+		for i, q := range queues {
+			for len(q) > 0 && perRoot[q[0].ridx] >= cfg.LineageCap {
 				q = q[1:] // lineage full: never eligible again
 			}
-			queues[s] = q
+			queues[i] = q
 			if len(q) == 0 {
 				continue
 			}
-			if best == nil || better(b, q[0], best) {
-				best, bestSig = q[0], s
+			if sc := b.score(q[0]); bestQ < 0 || sc > bestScore || (sc == bestScore && tieBefore(q[0], queues[bestQ][0])) {
+				bestQ, bestScore = i, sc
 			}
 		}
-		if best == nil {
+		if bestQ < 0 {
 			break
 		}
-		queues[bestSig] = queues[bestSig][1:]
-		out = append(out, pick{best, PassFill})
-		perRoot[best.root]++
-		b.add(best)
+		c := queues[bestQ][0]
+		queues[bestQ] = queues[bestQ][1:]
+		out = append(out, pick{c, PassFill})
+		perRoot[c.ridx]++
+		b.add(c)
 	}
 	return out
 }

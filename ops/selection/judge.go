@@ -41,6 +41,9 @@ type JudgeOptions struct {
 	Items        map[string]engine.Item
 	RequireItems bool
 	BatchSize    int // candidates per Verify call; <=0 means 256
+	// Verified, when set, is told after each verifier batch how many
+	// candidates it held and how many go to the verifier in all.
+	Verified func(n, total int)
 }
 
 // Judge validates rollouts, extracts answers, verifies those without an
@@ -141,6 +144,9 @@ func verifyQueued(ctx context.Context, out []Judged, queue []int, opt JudgeOptio
 			}
 			out[k].Evidence = evs[i]
 			out[k].Evidence.ItemID, out[k].Evidence.CandidateID = cands[i].ItemID, cands[i].CandidateID
+		}
+		if opt.Verified != nil {
+			opt.Verified(len(cands), len(queue))
 		}
 	}
 	return nil

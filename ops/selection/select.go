@@ -103,6 +103,7 @@ type Result struct {
 type Options struct {
 	Verifier Verifier
 	Items    []engine.Item
+	Verified func(n, total int) // progress: see JudgeOptions.Verified
 }
 
 // Select judges rollouts and derives every model-relative output.
@@ -119,7 +120,7 @@ func Select(ctx context.Context, cfg Config, rows []Rollout, opt Options) (*Resu
 		items[it.ItemID] = it
 	}
 	judged, rejs, err := Judge(ctx, rows, JudgeOptions{Extractor: x, Verifier: opt.Verifier, Items: items,
-		RequireItems: cfg.RequireItems, BatchSize: cfg.BatchSize})
+		RequireItems: cfg.RequireItems, BatchSize: cfg.BatchSize, Verified: opt.Verified})
 	if err != nil {
 		return nil, err
 	}

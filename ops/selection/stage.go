@@ -92,7 +92,16 @@ func (s *selectStage) Run(ctx context.Context, sc *engine.StageContext) error {
 		return err
 	}
 	sc.Log.Info("select: judging rollouts", "rollouts", len(rows), "items", len(items), "files", len(paths))
-	res, err := Select(ctx, s.cfg, rows, Options{Verifier: s.verifier, Items: items})
+	var prog engine.Progress
+	res, err := Select(ctx, s.cfg, rows, Options{Verifier: s.verifier, Items: items, Verified: func(n, total int) {
+		if prog == nil {
+			prog = sc.Progress(int64(total))
+		}
+		prog.Add(int64(n))
+	}})
+	if prog != nil {
+		prog.Done()
+	}
 	if err != nil {
 		return err
 	}
