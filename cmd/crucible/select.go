@@ -210,7 +210,7 @@ func runSelect(ctx context.Context, o SelectOptions) error {
 	if err != nil {
 		return err
 	}
-	rows, err := engine.ReadAll[selection.Rollout](rpaths...)
+	rows, label, err := selection.ReadRollouts(rpaths...)
 	if err != nil {
 		return err
 	}
@@ -237,7 +237,7 @@ func runSelect(ctx context.Context, o SelectOptions) error {
 		// kernel verifier is wired in.
 		v = selection.DomainVerifiers{engine.DomainRTL: rv}
 	}
-	res, err := selection.Select(ctx, o.Config, rows, selection.Options{Verifier: v, Items: items})
+	res, err := selection.Select(ctx, o.Config, rows, selection.Options{Verifier: v, Items: items, RowLabel: label})
 	if err != nil {
 		return err
 	}

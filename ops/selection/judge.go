@@ -44,6 +44,9 @@ type JudgeOptions struct {
 	// Verified, when set, is told after each verifier batch how many
 	// candidates it held and how many go to the verifier in all.
 	Verified func(n, total int)
+	// RowLabel names row i in rejection details (e.g. "rollouts.jsonl row
+	// 12"); nil labels rows "rollout row i".
+	RowLabel func(i int) string
 }
 
 // Judge validates rollouts, extracts answers, verifies those without an
@@ -64,9 +67,13 @@ func Judge(ctx context.Context, rows []Rollout, opt JudgeOptions) ([]Judged, []e
 		seen  = map[string]int{}
 		queue []int // indexes into out awaiting the verifier
 	)
+	label := opt.RowLabel
+	if label == nil {
+		label = func(i int) string { return fmt.Sprintf("rollout row %d", i) }
+	}
 	reject := func(i int, r *Rollout, reason, detail string) {
 		rejs = append(rejs, engine.Rejection{ItemID: r.TaskID, Stage: "select", Gate: "rollout",
-			Reason: reason, Detail: fmt.Sprintf("rollout row %d: %s", i, detail)})
+			Reason: reason, Detail: label(i) + ": " + detail})
 	}
 	for i := range rows {
 		r := &rows[i]
@@ -76,7 +83,7 @@ func Judge(ctx context.Context, rows []Rollout, opt JudgeOptions) ([]Judged, []e
 		}
 		id := r.CandidateID()
 		if first, dup := seen[id]; dup {
-			reject(i, r, "duplicate_rollout", fmt.Sprintf("same task/policy/round/sample as row %d", first))
+			reject(i, r, "duplicate_rollout", "same task/policy/round/sample as "+label(first))
 			continue
 		}
 		seen[id] = i
@@ -123,6 +130,9 @@ func verifyQueued(ctx context.Context, out []Judged, queue []int, opt JudgeOptio
 		return nil
 	}
 	for start := 0; start < len(queue); start += batch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		end := min(start+batch, len(queue))
 		items := make([]engine.Item, 0, end-start)
 		cands := make([]engine.Candidate, 0, end-start)

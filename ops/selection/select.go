@@ -104,6 +104,7 @@ type Options struct {
 	Verifier Verifier
 	Items    []engine.Item
 	Verified func(n, total int) // progress: see JudgeOptions.Verified
+	RowLabel func(i int) string // see JudgeOptions.RowLabel
 }
 
 // Select judges rollouts and derives every model-relative output.
@@ -120,7 +121,7 @@ func Select(ctx context.Context, cfg Config, rows []Rollout, opt Options) (*Resu
 		items[it.ItemID] = it
 	}
 	judged, rejs, err := Judge(ctx, rows, JudgeOptions{Extractor: x, Verifier: opt.Verifier, Items: items,
-		RequireItems: cfg.RequireItems, BatchSize: cfg.BatchSize, Verified: opt.Verified})
+		RequireItems: cfg.RequireItems, BatchSize: cfg.BatchSize, Verified: opt.Verified, RowLabel: opt.RowLabel})
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,10 @@ package selection
 
 import (
 	"context"
+	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -167,7 +170,7 @@ func TestSelectRejectsUnusableRows(t *testing.T) {
 	res, _ := runTable(t, nil)
 	want := []engine.Rejection{
 		{ItemID: "t_solves", Stage: "select", Gate: "rollout", Reason: "missing_field", Detail: "rollout row 35: policy is empty"},
-		{ItemID: "t_solves", Stage: "select", Gate: "rollout", Reason: "duplicate_rollout", Detail: "rollout row 36: same task/policy/round/sample as row 1"},
+		{ItemID: "t_solves", Stage: "select", Gate: "rollout", Reason: "duplicate_rollout", Detail: "rollout row 36: same task/policy/round/sample as rollout row 1"},
 		{ItemID: "t_solves", Stage: "select", Gate: "rollout", Reason: "bad_verdict", Detail: `rollout row 37: status "passed" is not pass|fail|unjudged`},
 		{ItemID: "t_nowhere", Stage: "select", Gate: "rollout", Reason: "unknown_task", Detail: `rollout row 38: task_id "t_nowhere" is not among the items`},
 		{ItemID: "t_solves", Stage: "select", Gate: "rollout", Reason: "bad_verdict", Detail: `rollout row 39: status fail with infrastructure stage "worker_crash" (that is unjudged)`},
@@ -304,5 +307,30 @@ func TestConfigValidateReportsEveryField(t *testing.T) {
 		if !contains(err.Error(), f) {
 			t.Errorf("error does not name %s: %v", f, err)
 		}
+	}
+}
+
+func TestReadRolloutsLabelsRowsByFile(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.jsonl")
+	b := filepath.Join(dir, "b.jsonl")
+	os.WriteFile(a, []byte(`{"task_id":"t_solves","policy":"student","sample_index":0,"response":"x","status":"pass"}`+"\n"), 0o644)
+	os.WriteFile(b, []byte(`{"task_id":"t_solves","policy":"student","sample_index":1,"response":"x","status":"pass"}`+"\n\n"+
+		`{"task_id":"t_solves","policy":"student","sample_index":0,"response":"x","status":"pass"}`+"\n"), 0o644)
+	rows, label, err := ReadRollouts(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, _ := table()
+	res, err := Select(context.Background(), DefaultConfig(), rows, Options{Items: items, RowLabel: label})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rejections) != 1 || res.Rejections[0].Detail != "b.jsonl row 2: same task/policy/round/sample as a.jsonl row 1" {
+		t.Errorf("rejections %+v", res.Rejections)
+	}
+	os.WriteFile(b, []byte("{not json\n"), 0o644)
+	if _, _, err := ReadRollouts(a, b); err == nil || !errors.Is(err, engine.ErrInput) || !strings.Contains(err.Error(), "b.jsonl:1") {
+		t.Errorf("malformed file: %v", err)
 	}
 }

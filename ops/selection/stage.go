@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 
 	"github.com/crucible-data/crucible/engine"
@@ -83,7 +84,7 @@ func (s *selectStage) Run(ctx context.Context, sc *engine.StageContext) error {
 	if len(paths) == 0 {
 		return fmt.Errorf("%w: stage %s: no rollout files (list them under inputs:, or produce %q upstream)", ErrConfig, sc.Name, KindRollouts)
 	}
-	rows, err := engine.ReadAll[Rollout](paths...)
+	rows, label, err := ReadRollouts(paths...)
 	if err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func (s *selectStage) Run(ctx context.Context, sc *engine.StageContext) error {
 	}
 	sc.Log.Info("select: judging rollouts", "rollouts", len(rows), "items", len(items), "files", len(paths))
 	var prog engine.Progress
-	res, err := Select(ctx, s.cfg, rows, Options{Verifier: s.verifier, Items: items, Verified: func(n, total int) {
+	res, err := Select(ctx, s.cfg, rows, Options{Verifier: s.verifier, Items: items, RowLabel: label, Verified: func(n, total int) {
 		if prog == nil {
 			prog = sc.Progress(int64(total))
 		}
@@ -114,6 +115,26 @@ func (s *selectStage) Run(ctx context.Context, sc *engine.StageContext) error {
 	sc.Log.Info("select: done", "tasks", res.Report.Tasks, "gap", len(res.Gap), "uncovered", len(res.Uncovered),
 		"recoverable", len(res.Recoverable), "excluded_unjudged", res.Report.StudentExcluded+res.Report.TeacherExcluded)
 	return nil
+}
+
+// ReadRollouts reads rollout files (JSONL or Parquet) in order and returns
+// a labeller naming row i by its file and 1-based row number in that file.
+func ReadRollouts(paths ...string) ([]Rollout, func(i int) string, error) {
+	var rows []Rollout
+	starts := make([]int, len(paths))
+	for k, p := range paths {
+		starts[k] = len(rows)
+		r, err := engine.ReadRows[Rollout](p)
+		if err != nil {
+			return nil, nil, err
+		}
+		rows = append(rows, r...)
+	}
+	label := func(i int) string {
+		k := sort.Search(len(starts), func(k int) bool { return starts[k] > i }) - 1
+		return fmt.Sprintf("%s row %d", filepath.Base(paths[k]), i-starts[k]+1)
+	}
+	return rows, label, nil
 }
 
 // WriteResult writes every output kind of res through the stage's writers.
