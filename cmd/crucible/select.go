@@ -224,18 +224,9 @@ func runSelect(ctx context.Context, o SelectOptions) error {
 	}
 	v := o.Verifier
 	if v == nil && !o.NoVerify {
-		rc := rtl.DefaultConfig()
-		rc.Simulator = o.Simulator
-		if o.RTLWorkers > 0 {
-			rc.Workers = o.RTLWorkers
+		if v, err = newRolloutVerifier(o.Simulator, o.RTLWorkers); err != nil {
+			return err
 		}
-		rv, err := rtl.NewVerifier(rc)
-		if err != nil {
-			return fmt.Errorf("%w: %v", engine.ErrConfig, err)
-		}
-		// Kernel rollouts without a verdict stay unjudged here until a
-		// kernel verifier is wired in.
-		v = selection.DomainVerifiers{engine.DomainRTL: rv}
 	}
 	res, err := selection.Select(ctx, o.Config, rows, selection.Options{Verifier: v, Items: items, RowLabel: label})
 	if err != nil {
@@ -268,6 +259,25 @@ func runSelect(ctx context.Context, o SelectOptions) error {
 	}
 	fmt.Fprintf(o.Stdout, "; sampled %d\nshards and manifest: %s\n", r.Sampled, o.Out)
 	return nil
+}
+
+// newRolloutVerifier routes rollouts without a verdict to the RTL verifier
+// by item domain. Kernel rollouts stay unjudged (toolchain_missing) until a
+// kernel verifier is added to the map. The select pipeline stage takes the
+// same value: selection.RegisterStages(reg, selection.WithVerifier(v)).
+func newRolloutVerifier(simulator string, workers int) (selection.Verifier, error) {
+	rc := rtl.DefaultConfig()
+	if simulator != "" {
+		rc.Simulator = simulator
+	}
+	if workers > 0 {
+		rc.Workers = workers
+	}
+	rv, err := rtl.NewVerifier(rc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", engine.ErrConfig, err)
+	}
+	return selection.DomainVerifiers{engine.DomainRTL: rv}, nil
 }
 
 // shardInputs expands paths: a directory with a manifest stands for its

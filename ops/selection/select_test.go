@@ -334,3 +334,19 @@ func TestReadRolloutsLabelsRowsByFile(t *testing.T) {
 		t.Errorf("malformed file: %v", err)
 	}
 }
+
+func TestDomainVerifiersRouteByDomain(t *testing.T) {
+	rtlV := &fakeVerifier{}
+	d := DomainVerifiers{engine.DomainRTL: rtlV}
+	items := []engine.Item{{ItemID: "k", Domain: engine.DomainKernel}, {ItemID: "r", Domain: engine.DomainRTL}, {ItemID: "r2", Domain: engine.DomainRTL}}
+	cands := []engine.Candidate{{ItemID: "k", CandidateID: "k/1", Code: "GOOD"}, {ItemID: "r", CandidateID: "r/1", Code: "GOOD"}, {ItemID: "r2", CandidateID: "r2/1", Code: "BAD"}}
+	evs, err := d.Verify(context.Background(), items, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{evs[0].Status + "/" + evs[0].FailureStage, evs[1].Status, evs[2].Status + "/" + evs[2].FailureStage}
+	want := []string{"unjudged/toolchain_missing", "pass", "fail/mismatch"}
+	if !reflect.DeepEqual(got, want) || len(rtlV.calls) != 1 || len(rtlV.calls[0]) != 2 {
+		t.Errorf("got %v, rtl calls %v", got, rtlV.calls)
+	}
+}
