@@ -2,12 +2,12 @@ package pack
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
 
+	json "github.com/goccy/go-json"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/crucible-data/crucible/engine"

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/ops/pack/tokenizer"
 )
@@ -151,7 +153,7 @@ func run(ctx context.Context, cfg Config, inputs []string, out target, log *slog
 	log.Info("pack: packed", "rows", len(bins), "fill", m.FillRatio, "seconds", time.Since(t1).Seconds())
 
 	t2 := time.Now()
-	shards, err := writeOutputs(ctx, out, cfg.Layout, c, kept, bins, dropped, rejected)
+	shards, err := writeOutputs(ctx, out, cfg.Layout, cfg.workers(), c, kept, bins, dropped, rejected)
 	if err != nil {
 		return nil, err
 	}
@@ -232,29 +234,14 @@ func classify(c *corpus, m *Manifest) (kept, dropped, rejected []int) {
 	return kept, dropped, rejected
 }
 
-func writeOutputs(ctx context.Context, out target, layout string, c *corpus, kept []int, bins [][]int, dropped, rejected []int) ([]engine.ShardInfo, error) {
+func writeOutputs(ctx context.Context, out target, layout string, workers int, c *corpus, kept []int, bins [][]int, dropped, rejected []int) ([]engine.ShardInfo, error) {
 	var shards []engine.ShardInfo
 	var err error
-	b := &rowBuilder{layout: layout}
 	switch layout {
 	case LayoutMegatron:
-		shards, err = writeRows(ctx, out, bins, func(bin []int) MegatronRow {
-			b.reset()
-			for _, k := range bin {
-				s := &c.samples[kept[k]]
-				b.add(s.id, c.store.get(s.loc))
-			}
-			return b.meg
-		})
+		shards, err = writePacked(ctx, out, workers, bins, func(b *rowBuilder) MegatronRow { return b.meg }, c, kept, layout)
 	case LayoutTRL:
-		shards, err = writeRows(ctx, out, bins, func(bin []int) TRLRow {
-			b.reset()
-			for _, k := range bin {
-				s := &c.samples[kept[k]]
-				b.add(s.id, c.store.get(s.loc))
-			}
-			return b.trl
-		})
+		shards, err = writePacked(ctx, out, workers, bins, func(b *rowBuilder) TRLRow { return b.trl }, c, kept, layout)
 	}
 	if err != nil {
 		return nil, err
@@ -286,24 +273,61 @@ func writeOutputs(ctx context.Context, out target, layout string, c *corpus, kep
 	return shards, nil
 }
 
-func writeRows[T any](ctx context.Context, out target, bins [][]int, build func([]int) T) ([]engine.ShardInfo, error) {
-	w, err := openWriter[T](out, KindPacked)
-	if err != nil {
+// writePacked writes the bins in order. Encoding and compressing Parquet is
+// as costly as tokenising, so outside a pipeline stage the bins are split
+// into contiguous ranges written by parallel writers (packed-00-*, packed-01-*,
+// ...: reading the files in name order gives the bins in order). A stage
+// writes through its single registered writer.
+func writePacked[T any](ctx context.Context, out target, workers int, bins [][]int, row func(*rowBuilder) T, c *corpus, kept []int, layout string) ([]engine.ShardInfo, error) {
+	parts := 1
+	if out.sc == nil && len(bins) >= 64 {
+		parts = min(workers, len(bins)/32)
+	}
+	results := make([][]engine.ShardInfo, parts)
+	g, ctx := errgroup.WithContext(ctx)
+	for p := 0; p < parts; p++ {
+		lo, hi := p*len(bins)/parts, (p+1)*len(bins)/parts
+		g.Go(func() error {
+			var w *engine.ShardWriter[T]
+			var err error
+			if parts == 1 {
+				w, err = openWriter[T](out, KindPacked)
+			} else {
+				w, err = engine.NewShardWriter[T](out.dir, fmt.Sprintf("%s-%02d", KindPacked, p), KindPacked, out.opts)
+			}
+			if err != nil {
+				return err
+			}
+			b := &rowBuilder{layout: layout}
+			for i, bin := range bins[lo:hi] {
+				if i%64 == 0 {
+					if err := ctx.Err(); err != nil {
+						w.Abort()
+						return err
+					}
+				}
+				b.reset()
+				for _, k := range bin {
+					s := &c.samples[kept[k]]
+					b.add(s.id, c.store.get(s.loc))
+				}
+				if err := w.Write(row(b)); err != nil {
+					w.Abort()
+					return err
+				}
+			}
+			results[p], err = w.Close()
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	for i, bin := range bins {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				w.Abort()
-				return nil, err
-			}
-		}
-		if err := w.Write(build(bin)); err != nil {
-			w.Abort()
-			return nil, err
-		}
+	var shards []engine.ShardInfo
+	for _, r := range results {
+		shards = append(shards, r...)
 	}
-	return w.Close()
+	return shards, nil
 }
 
 func writeAll[T any](out target, kind string, rows []T) ([]engine.ShardInfo, error) {

@@ -178,18 +178,41 @@ const maxCacheEntries = 1 << 18
 // and would only bloat the cache.
 const maxCachedPiece = 64
 
-// Encoder tokenises on one goroutine with a private piece → ids cache.
+// Encoder tokenises on one goroutine with private piece → ids caches: a
+// direct-mapped table for pieces of up to 8 bytes (most of them; a lookup is
+// one multiply and one compare) in front of a map for longer pieces.
 type Encoder struct {
 	t       *Tokenizer
+	small   []smallEntry
 	cache   map[string]uint64 // piece -> offset<<8 | count into arena
 	arena   []uint32
 	scratch mergeScratch
 	out     []uint32
+	emit    func(string)
 }
+
+// smallEntry caches one piece of 1..8 bytes whose ids fit inline.
+type smallEntry struct {
+	key  uint64 // the piece's bytes, little-endian
+	meta uint32 // len<<8 | count; 0 = empty
+	ids  [4]uint32
+}
+
+const smallBits = 16
 
 // NewEncoder returns an Encoder for one goroutine.
 func (t *Tokenizer) NewEncoder() *Encoder {
-	return &Encoder{t: t, cache: make(map[string]uint64, 1<<12)}
+	e := &Encoder{t: t, cache: make(map[string]uint64, 1<<12), small: make([]smallEntry, 1<<smallBits)}
+	e.emit = e.piece
+	return e
+}
+
+func smallKey(p string) uint64 {
+	var k uint64
+	for i := len(p) - 1; i >= 0; i-- {
+		k = k<<8 | uint64(p[i])
+	}
+	return k
 }
 
 // Encode appends the ids of ordinary text to dst.
@@ -198,7 +221,7 @@ func (e *Encoder) Encode(dst []uint32, text string) []uint32 {
 		text = e.t.normalize(text)
 	}
 	e.out = dst
-	e.t.split.split(text, e.piece)
+	e.t.split.split(text, e.emit)
 	dst = e.out
 	e.out = nil
 	return dst
@@ -207,6 +230,21 @@ func (e *Encoder) Encode(dst []uint32, text string) []uint32 {
 func (e *Encoder) piece(p string) {
 	if len(p) == 1 {
 		e.out = append(e.out, e.t.model.byteIDs[p[0]])
+		return
+	}
+	if len(p) <= 8 {
+		k := smallKey(p)
+		ent := &e.small[(k*0x9E3779B97F4A7C15+uint64(len(p)))>>(64-smallBits)]
+		if ent.key == k && ent.meta>>8 == uint32(len(p)) {
+			e.out = append(e.out, ent.ids[:ent.meta&0xff]...)
+			return
+		}
+		start := len(e.out)
+		e.out = e.t.model.encodePiece(e.out, p, &e.scratch)
+		if n := len(e.out) - start; n <= 4 {
+			ent.key, ent.meta = k, uint32(len(p))<<8|uint32(n)
+			copy(ent.ids[:], e.out[start:])
+		}
 		return
 	}
 	if v, ok := e.cache[p]; ok {
