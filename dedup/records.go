@@ -45,7 +45,8 @@ func (r Record) Text() string {
 }
 
 // ScanRecords streams the rows of a JSONL or Parquet file (by extension) with
-// any id/text column names. A row without the id field, or with none of the
+// any id/text column names. idField may list alternatives separated by "|"
+// ("item_id|id"): the first one present is used. A row without the id field, or with none of the
 // text fields, is an error naming file, row and field: a file that does not
 // fit the mapping is a usage error, not data to drop silently.
 func ScanRecords(ctx context.Context, path, idField string, textFields []string, fn func(Record) error) error {
@@ -66,7 +67,13 @@ func ScanRecords(ctx context.Context, path, idField string, textFields []string,
 			return fmt.Errorf("%w: %s:%d: not a JSON object: %v", ErrInput, path, line, err)
 		}
 		rec := Record{Path: path, Row: line}
-		idRaw, ok := row[idField]
+		var idRaw json.RawMessage
+		ok := false
+		for _, f := range strings.Split(idField, "|") {
+			if idRaw, ok = row[f]; ok && string(idRaw) != "null" {
+				break
+			}
+		}
 		if !ok || string(idRaw) == "null" {
 			return fmt.Errorf("%w: %s:%d: missing id field %q", ErrInput, path, line, idField)
 		}
@@ -130,7 +137,12 @@ func scanParquet(ctx context.Context, path, idField string, textFields []string,
 		}
 		return idx[0]
 	}
-	idCol := colOf(idField)
+	idCol := -1
+	for _, f := range strings.Split(idField, "|") {
+		if idCol = colOf(f); idCol >= 0 {
+			break
+		}
+	}
 	if idCol < 0 {
 		return fmt.Errorf("%w: %s: no column %q (columns: %s)", ErrInput, path, idField, columnNames(schema))
 	}

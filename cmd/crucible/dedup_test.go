@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crucible-data/crucible/decontam"
+	"github.com/crucible-data/crucible/dedup"
+	"github.com/crucible-data/crucible/engine"
+)
+
+// srcRow has arbitrary column names, to exercise the field mapping.
+type srcRow struct {
+	Key  string `json:"key" arrow:"key"`
+	Body string `json:"body" arrow:"body"`
+}
+
+func TestDedupCommandParquetInput(t *testing.T) {
+	dir := t.TempDir()
+	syn := dedup.NewSynth(dedup.SynthConfig{N: 400, DocWords: 200, Vocab: 5000, DupFrac: 0.2, EditsMin: 1, EditsMax: 3, ExactFrac: 0.2, Seed: 9})
+	var rows []srcRow
+	syn.Scan(context.Background(), func(d dedup.Doc) error {
+		rows = append(rows, srcRow{Key: d.ID, Body: d.Text})
+		return nil
+	})
+	if _, err := engine.WriteAll(context.Background(), dir, "in", "rows", engine.DefaultWriterOptions(), rows); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := filepath.Glob(filepath.Join(dir, "in-*.parquet"))
+	out := filepath.Join(dir, "out")
+	var stdout strings.Builder
+	o := DedupOptions{In: in, IDField: "key", TextFields: []string{"body"}, Out: out, Config: dedup.DefaultConfig(),
+		Writer: engine.DefaultWriterOptions(), Stdout: &stdout}
+	if err := runDedup(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "P(detect at threshold)") {
+		t.Errorf("summary lacks the detection probability:\n%s", stdout.String())
+	}
+	kept, _ := filepath.Glob(filepath.Join(out, "kept-*.parquet"))
+	rej, _ := filepath.Glob(filepath.Join(out, "rejections-*.parquet"))
+	k, err := engine.ReadAll[DedupKeptRow](kept...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := engine.ReadAll[DedupRejectRow](rej...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k)+len(r) != 400 || len(r) < 40 {
+		t.Fatalf("kept %d rejected %d", len(k), len(r))
+	}
+	keptIDs := map[string]bool{}
+	for _, x := range k {
+		keptIDs[x.ID] = true
+	}
+	for _, x := range r {
+		if x.ClusterID == "" || !keptIDs[x.SurvivorID] || (x.Reason != dedup.ReasonNearDuplicate && x.Reason != dedup.ReasonExactDuplicate) {
+			t.Fatalf("bad rejection row %+v", x)
+		}
+		if b := syn.Base(idIndex(t, x.ID)); b < 0 && syn.Base(idIndex(t, x.SurvivorID)) != idIndex(t, x.ID) {
+			t.Errorf("%s removed but it is an original", x.ID)
+		}
+	}
+	// A row missing the text field is a clear input error naming the file and line.
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"key":"a","body":"x y z"}`+"\n"+`{"key":"b"}`+"\n"), 0o644)
+	o.In = []string{bad}
+	err = runDedup(context.Background(), o)
+	if !errors.Is(err, engine.ErrInput) || !strings.Contains(err.Error(), "bad.jsonl:2") {
+		t.Errorf("want input error naming bad.jsonl:2, got %v", err)
+	}
+}
+
+func idIndex(t *testing.T, id string) int {
+	t.Helper()
+	var i int
+	if _, err := fmt.Sscanf(id, "doc-%d", &i); err != nil {
+		t.Fatalf("id %q: %v", id, err)
+	}
+	return i
+}
+
+func datasetsDir(t *testing.T) string {
+	t.Helper()
+	d, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "datasets"))
+	if _, err := os.Stat(filepath.Join(d, "verilog-eval", "spec-to-rtl.jsonl")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("datasets missing at %s: %v", d, err)
+		}
+		t.Skipf("datasets missing at %s: %v", d, err)
+	}
+	return d
+}
+
+func TestDecontamCheckExitCodes(t *testing.T) {
+	ds := datasetsDir(t)
+	ve := filepath.Join(ds, "verilog-eval", "spec-to-rtl.jsonl")
+	kb := filepath.Join(ds, "kernelbench", "level1.jsonl")
+	dir := t.TempDir()
+	opts := func(out string) DecontamCheckOptions {
+		return DecontamCheckOptions{Benchmarks: []string{ve}, IDField: "id", Fields: []string{"prompt", "ref"}, Out: filepath.Join(dir, out),
+			Workers: 2, Config: decontam.DefaultConfig(), Writer: engine.DefaultWriterOptions(), Stdout: &strings.Builder{},
+			CorpusIDField: "item_id|id"}
+	}
+	// Contaminated corpus: the references themselves → exit code 6.
+	o := opts("dirty")
+	o.Corpus, o.CorpusFields = []string{ve}, []string{"ref"}
+	err := runDecontamCheck(context.Background(), o)
+	if code := exitCode(context.Background(), err); code != exitFindings {
+		t.Fatalf("contaminated corpus: exit %d (%v), want %d", code, err, exitFindings)
+	}
+	files, _ := filepath.Glob(filepath.Join(o.Out, "matches-*.parquet"))
+	ms, err := engine.ReadAll[decontam.Match](files...)
+	if err != nil || len(ms) < 156 {
+		t.Fatalf("%d matches (%v)", len(ms), err)
+	}
+	if !strings.Contains(o.Stdout.(*strings.Builder).String(), "contaminated corpus items: 156") {
+		t.Errorf("summary:\n%s", o.Stdout)
+	}
+	// Clean corpus → exit 0.
+	o = opts("clean")
+	o.Corpus, o.CorpusFields = []string{kb}, []string{"code"}
+	if err := runDecontamCheck(context.Background(), o); err != nil {
+		t.Fatalf("clean corpus: %v", err)
+	}
+	// Reverse: persisted corpus index checked by the benchmark.
+	idx := filepath.Join(dir, "corpus-index")
+	io := DecontamIndexOptions{In: []string{ve}, Side: decontam.SideCorpus, IDField: "id", Fields: []string{"ref"}, Out: idx,
+		Config: decontam.DefaultConfig(), Stdout: &strings.Builder{}}
+	if err := runDecontamIndex(context.Background(), io); err != nil {
+		t.Fatal(err)
+	}
+	o = opts("reverse")
+	o.CorpusIndex = idx
+	if code := exitCode(context.Background(), runDecontamCheck(context.Background(), o)); code != exitFindings {
+		t.Fatalf("reverse check: exit %d, want %d", code, exitFindings)
+	}
+	// Bad flags → usage.
+	o = opts("bad")
+	if code := exitCode(context.Background(), runDecontamCheck(context.Background(), o)); code != exitUsage {
+		t.Fatalf("no corpus: exit %d, want %d", code, exitUsage)
+	}
+}
