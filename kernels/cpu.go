@@ -52,7 +52,9 @@ type refBuild struct {
 	err  error
 }
 
-func newCPUBackend(cfg Config) *cpuBackend { return &cpuBackend{cfg: cfg, refs: map[string]*refBuild{}} }
+func newCPUBackend(cfg Config) *cpuBackend {
+	return &cpuBackend{cfg: cfg, refs: map[string]*refBuild{}}
+}
 
 func (b *cpuBackend) Name() string { return BackendCPU }
 

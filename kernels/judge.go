@@ -123,6 +123,11 @@ func judgeOutputs(t *Task, trials []TrialOutputs, o *Outcome) {
 				}
 				o.fail(engine.StageMismatch, "mismatch", cause)
 			}
+			// Launch evidence: an output nothing wrote means the candidate's
+			// code never ran (or ran elsewhere and left the result to chance).
+			if ti == 0 && c.Unwritten == c.Elems && c.Elems > 0 {
+				o.exploit(GateLaunchEvidence, fmt.Sprintf("output %s untouched by the candidate in trial 0", a.Name))
+			}
 		}
 	}
 }

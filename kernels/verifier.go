@@ -114,6 +114,7 @@ type Verifier struct {
 	cfg      Config
 	log      *slog.Logger
 	backends map[string]Backend
+	pool     *gpuPool
 }
 
 // NewVerifier builds the backends. Backends that cannot run here are kept:
@@ -125,10 +126,10 @@ func NewVerifier(cfg Config, log *slog.Logger) (*Verifier, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	v := &Verifier{cfg: cfg, log: log, backends: map[string]Backend{}}
+	v := &Verifier{cfg: cfg, log: log, backends: map[string]Backend{}, pool: &gpuPool{}}
 	v.backends[BackendCPU] = newCPUBackend(cfg)
-	v.backends[BackendCUDA] = newCUDABackend(cfg)
-	v.backends[BackendTriton] = newTritonBackend(cfg)
+	v.backends[BackendCUDA] = newCUDABackend(cfg, v.pool)
+	v.backends[BackendTriton] = newTritonBackend(cfg, v.pool)
 	return v, nil
 }
 
@@ -138,6 +139,7 @@ func (v *Verifier) Close() error {
 	for _, b := range v.backends {
 		errs = append(errs, b.Close())
 	}
+	v.pool.close()
 	return errors.Join(errs...)
 }
 

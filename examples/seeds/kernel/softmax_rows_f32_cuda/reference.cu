@@ -6,7 +6,7 @@ extern "C" __global__ void softmax_rows(const float *x, float *y, long long rows
 	if (r >= rows) return;
 	const float *in = x + r * cols;
 	float *out = y + r * cols;
-	float m = -INFINITY;
+	float m = -__int_as_float(0x7f800000);
 	for (long long c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, in[c]);
 	red[threadIdx.x] = m;
 	__syncthreads();

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# GPU check (make gpu-check): runs the kernel verifier's cuda backend on the bundled CUDA seed tasks
+# (vector add, softmax) with known candidates — correct, wrong, identity-store exploit, a kernel asking
+# for too much shared memory, a kernel hiding its work on another stream, an illegal-address crash, a
+# compile error — and the triton backend on two KernelBench level-1 problems (ReLU, Sigmoid), then prints
+# the evidence table with timing spread. Needs one NVIDIA GPU; finishes in well under 5 minutes.
+#
+# Where Go is installed it builds .gpucheck/gpucheck and copies the two KernelBench problems from
+# ../shared/datasets/kernelbench into .gpucheck/kernelbench (git-ignored). Where Go is not (the lent GPU
+# machine), it runs the prebuilt .gpucheck/gpucheck carried there with the working tree:
+#   scripts/gpu-check.sh --prepare      # here: build + copy, do not run
+#   run(command="bash scripts/gpu-check.sh", carry=[".gpucheck"])   # there
+set -euo pipefail
+cd "$(dirname "$0")/.."
+gc=.gpucheck
+mkdir -p "$gc/kernelbench"
+
+kb=../shared/datasets/kernelbench/level1.jsonl
+if [ -f "$kb" ]; then
+  python3 - "$kb" "$gc/kernelbench" <<'PY'
+import json, sys
+src, dst = sys.argv[1], sys.argv[2]
+want = {19: "kb_level1_19_ReLU", 21: "kb_level1_21_Sigmoid"}
+for line in open(src):
+    row = json.loads(line)
+    if row["problem_id"] in want:
+        open(f"{dst}/{want[row['problem_id']]}.py", "w").write(row["code"])
+PY
+fi
+
+GO=$(command -v go || true)
+[ -z "$GO" ] && [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go
+if [ -n "$GO" ]; then
+  CGO_ENABLED=1 CGO_CFLAGS="-O2 -Wno-deprecated-declarations" "$GO" build -ldflags="-s -w" -o "$gc/gpucheck" ./kernels/cmd/gpucheck
+fi
+if [ "${1:-}" = "--prepare" ]; then
+  ls -la "$gc" "$gc/kernelbench"
+  exit 0
+fi
+[ -x "$gc/gpucheck" ] || { echo "gpu-check: no $gc/gpucheck and no Go toolchain to build it" >&2; exit 2; }
+
+# NVRTC ships with the CUDA toolkit or as a Python wheel; point the binary at one if the loader path lacks it.
+if [ -z "${CRUCIBLE_NVRTC:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so'; then
+  nvrtc=$(find /usr/local /opt /usr/lib -name 'libnvrtc.so*' ! -name '*builtins*' ! -name '*alt*' 2>/dev/null | sort | head -n1 || true)
+  [ -n "$nvrtc" ] && export CRUCIBLE_NVRTC=$nvrtc
+fi
+echo "gpu-check: CRUCIBLE_NVRTC=${CRUCIBLE_NVRTC:-<loader path>}"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu --format=csv || true
+out=${OUT:-$gc/out}
+mkdir -p "$out"
+timeout 280 "$gc/gpucheck" -out "$out/evidence.json" "$@"
