@@ -44,6 +44,8 @@ stage's config block, e.g.
   weights: {family: 2}
   difficulty_buckets: [{name: easy, below: 0.34}, {name: medium, below: 0.67}, {name: hard}]
 A dimension without targets is balanced toward uniform over the values present.
+Without configured buckets, difficulty and cost are cut at the pool's tertiles
+(bucket names show the bounds, e.g. "<2", "2-3", ">=3").
 
 --items takes item files or stage/ingest output directories; --restrict-to takes
 selection outputs (a "crucible select" output directory means its gap tasks, or a

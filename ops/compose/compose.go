@@ -48,6 +48,8 @@ type Result struct {
 	Lineages map[string]int
 	// Skipped counts admissible items left out because of caps or sizes.
 	Skipped map[string]int
+	// The buckets used: the configured ones, or the pool's tertiles.
+	DifficultyBuckets, CostBuckets []Bucket
 }
 
 // candidate is an admissible item with its dimension values.
@@ -69,7 +71,7 @@ func Compose(items []engine.Item, cfg Config) (*Result, error) {
 	}
 	res := &Result{Lineages: map[string]int{}, Skipped: map[string]int{}}
 	roots := LineageRoots(items)
-	byRoot := map[string][]*candidate{}
+	var admitted []*engine.Item
 	seen := map[string]bool{}
 	for i := range items {
 		it := &items[i]
@@ -83,9 +85,26 @@ func Compose(items []engine.Item, cfg Config) (*Result, error) {
 			continue
 		}
 		seen[it.ItemID] = true
+		admitted = append(admitted, it)
+	}
+	res.DifficultyBuckets, res.CostBuckets = cfg.DifficultyBuckets, cfg.CostBuckets
+	if len(res.DifficultyBuckets) == 0 || len(res.CostBuckets) == 0 {
+		diffs, costs := make([]float64, len(admitted)), make([]float64, len(admitted))
+		for i, it := range admitted {
+			diffs[i], costs[i] = it.Difficulty, it.Cost
+		}
+		if len(res.DifficultyBuckets) == 0 {
+			res.DifficultyBuckets = tertileBuckets(diffs)
+		}
+		if len(res.CostBuckets) == 0 {
+			res.CostBuckets = tertileBuckets(costs)
+		}
+	}
+	byRoot := map[string][]*candidate{}
+	for _, it := range admitted {
 		c := &candidate{item: it, root: roots[it.ItemID], hash: seededHash(cfg.Seed, it.ItemID)}
 		c.vals = [5]string{orNone(it.Domain), orNone(it.Family), orNone(it.Route),
-			bucketOf(cfg.DifficultyBuckets, it.Difficulty), bucketOf(cfg.CostBuckets, it.Cost)}
+			bucketOf(res.DifficultyBuckets, it.Difficulty), bucketOf(res.CostBuckets, it.Cost)}
 		c.sig = fmt.Sprint(c.vals)
 		byRoot[c.root] = append(byRoot[c.root], c)
 	}

@@ -310,3 +310,32 @@ func TestComposeIgnoresInputOrder(t *testing.T) {
 		t.Error("input order changed the composition")
 	}
 }
+
+func TestTertileBuckets(t *testing.T) {
+	names := func(bs []Bucket) []string {
+		var out []string
+		for _, b := range bs {
+			out = append(out, b.Name)
+		}
+		return out
+	}
+	cases := []struct {
+		in   []float64
+		want []string
+	}{
+		{[]float64{1, 1, 2, 2, 3, 3, 4, 4, 4}, []string{"<2", "2-4", ">=4"}},
+		{[]float64{0.9, 0.1, 0.5}, []string{"<0.5", "0.5-0.9", ">=0.9"}},
+		{[]float64{1, 1, 1, 2}, []string{"<2", ">=2"}}, // the 1/3 cut equals the minimum: dropped
+		{[]float64{3, 3, 3}, []string{"all"}},
+		{nil, []string{"all"}},
+	}
+	for _, c := range cases {
+		bs := tertileBuckets(c.in)
+		if got := names(bs); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("tertiles of %v: %v, want %v", c.in, got, c.want)
+		}
+		if err := checkBuckets("b", bs); err != nil {
+			t.Errorf("tertiles of %v are not valid buckets: %v", c.in, err)
+		}
+	}
+}

@@ -54,23 +54,24 @@ type Config struct {
 	// targets is balanced toward uniform over the values present.
 	Targets map[string]map[string]float64 `yaml:"targets" json:"targets"`
 	// Weights say how much each dimension counts in the balance; default 1.
-	Weights           map[string]float64 `yaml:"weights" json:"weights"`
-	DifficultyBuckets []Bucket           `yaml:"difficulty_buckets" json:"difficulty_buckets"`
-	CostBuckets       []Bucket           `yaml:"cost_buckets" json:"cost_buckets"`
+	Weights map[string]float64 `yaml:"weights" json:"weights"`
+	// DifficultyBuckets and CostBuckets cut the numeric fields into
+	// categories. Empty (the default) cuts the admissible pool at its
+	// tertiles, since neither field has a fixed scale across sources; the
+	// bucket names then state their bounds (e.g. "<2", "2-3", ">=3").
+	DifficultyBuckets []Bucket `yaml:"difficulty_buckets" json:"difficulty_buckets"`
+	CostBuckets       []Bucket `yaml:"cost_buckets" json:"cost_buckets"`
 }
 
 func f64(v float64) *float64 { return &v }
 
 // DefaultConfig: 20% of lineages to validation, at most 4 items per lineage,
-// every admissible item, three difficulty and three cost buckets (cost in
-// verification seconds).
+// every admissible item, tertile difficulty and cost buckets.
 func DefaultConfig() Config {
 	return Config{
 		ValidationFraction: 0.2,
 		LineageCap:         4,
 		RequireVerified:    true,
-		DifficultyBuckets:  []Bucket{{"easy", f64(0.34)}, {"medium", f64(0.67)}, {"hard", nil}},
-		CostBuckets:        []Bucket{{"cheap", f64(1)}, {"moderate", f64(10)}, {"expensive", nil}},
 	}
 }
 
@@ -124,7 +125,7 @@ func (c Config) Validate() error {
 func checkBuckets(field string, bs []Bucket) []error {
 	var errs []error
 	if len(bs) == 0 {
-		return []error{fmt.Errorf("%s: need at least one bucket", field)}
+		return nil // tertiles of the pool
 	}
 	names := map[string]bool{}
 	prev := math.Inf(-1)
@@ -159,6 +160,35 @@ func isDim(d string) bool {
 		}
 	}
 	return false
+}
+
+// tertileBuckets cuts values at their 1/3 and 2/3 quantiles, dropping
+// repeated cuts, and names each bucket by its bounds.
+func tertileBuckets(values []float64) []Bucket {
+	if len(values) == 0 {
+		return []Bucket{{Name: "all"}}
+	}
+	v := append([]float64(nil), values...)
+	sort.Float64s(v)
+	var cuts []float64
+	for _, q := range []int{1, 2} {
+		c := v[len(v)*q/3]
+		if c > v[0] && (len(cuts) == 0 || c > cuts[len(cuts)-1]) {
+			cuts = append(cuts, c)
+		}
+	}
+	if len(cuts) == 0 && v[len(v)-1] > v[0] {
+		// One value fills both tertiles: still separate it from the rest.
+		cuts = append(cuts, v[sort.SearchFloat64s(v, math.Nextafter(v[0], math.Inf(1)))])
+	}
+	if len(cuts) == 0 {
+		return []Bucket{{Name: "all"}}
+	}
+	bs := []Bucket{{Name: fmt.Sprintf("<%g", cuts[0]), Below: f64(cuts[0])}}
+	for i := 1; i < len(cuts); i++ {
+		bs = append(bs, Bucket{Name: fmt.Sprintf("%g-%g", cuts[i-1], cuts[i]), Below: f64(cuts[i])})
+	}
+	return append(bs, Bucket{Name: fmt.Sprintf(">=%g", cuts[len(cuts)-1])})
 }
 
 func bucketOf(bs []Bucket, v float64) string {
