@@ -10,6 +10,11 @@ func commands() []*cobra.Command {
 		newInspectCmd(),
 		newDoctorCmd(),
 		newVerifyCmd(),
+		newDedupCmd(),
+		newDecontamCmd(),
+		newSelectCmd(),
+		newComposeCmd(),
+		newPackCmd(),
 	}
 }
 
