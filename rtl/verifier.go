@@ -346,3 +346,65 @@ func toolVersions(ts []engine.Tool) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// ReferenceCandidateID is the candidate_id of reference self-check rows.
+const ReferenceCandidateID = "reference"
+
+// VerifyReferences runs every item's reference self-check (cached per task
+// and toolchain) and returns one evidence row per item, candidate_id
+// "reference": pass when the reference passes its own harness, otherwise
+// unjudged with the stage that says why (reference_self_check when the
+// reference itself fails under this toolchain). The reference is trusted,
+// so it is not screened.
+func (v *Verifier) VerifyReferences(ctx context.Context, items []engine.Item) ([]engine.Evidence, error) {
+	out := make([]engine.Evidence, len(items))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(v.cfg.Workers)
+	for i := range items {
+		g.Go(func() error {
+			ev, err := v.verifyReference(gctx, items[i])
+			out[i] = ev
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (v *Verifier) verifyReference(ctx context.Context, item engine.Item) (engine.Evidence, error) {
+	ev := engine.Evidence{ItemID: item.ItemID, CandidateID: ReferenceCandidateID}
+	ev.Provenance.Verifier = "rtl"
+	ev.Provenance.Toolchain = v.sim.Tools()
+	ev.Provenance.Flags = v.sim.Flags()
+	ev.Provenance.Inputs = []engine.InputHash{
+		{Name: "harness", SHA256: sha(item.Verifier.Harness)},
+		{Name: "reference", SHA256: sha(item.Reference)},
+		{Name: "contract", SHA256: sha(contractKey(&item))}}
+	if st, cause := v.sim.Check(); st != "" {
+		return finish(ev, infraOutcome(st, cause), 0), nil
+	}
+	if v.prlimit == "" {
+		return finish(ev, infraOutcome(engine.StageToolchainMissing, "prlimit (util-linux) not found on PATH"), 0), nil
+	}
+	c, err := ContractFor(item)
+	if err != nil {
+		return finish(ev, infraOutcome(engine.StagePayloadCorrupt, err.Error()), 0), nil
+	}
+	ev.Provenance.Verifier = "rtl/" + c.Kind() + "/" + v.sim.Name()
+	ref, err := v.referenceCheck(ctx, item, c)
+	if err != nil {
+		return ev, err
+	}
+	if !ref.OK {
+		return finish(ev, infraOutcome(ref.Stage, ref.Cause), ref.Attempts), nil
+	}
+	o := ref.outcome
+	if o.Status == "" { // loaded from the on-disk cache: the verdict without its run
+		o = jobOutcome{Status: engine.StatusPass}
+	}
+	ev = finish(ev, o, ref.Attempts)
+	ev.Measurements = append(ev.Measurements, engine.IntM("expected_samples", ref.Expected))
+	return ev, nil
+}

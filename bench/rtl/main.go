@@ -1,0 +1,208 @@
+// Command rtl measures the RTL verifier pool against a plain sequential
+// loop of iverilog + vvp over the same VerilogEval tasks, in one run:
+//
+//	go run ./bench/rtl [-items PATH] [-workers 1,2] [-rounds 2]
+//
+// Each task's reference is submitted as its candidate (renamed TopModule),
+// so both sides compile and simulate exactly one design per task. The raw
+// loop runs `iverilog -g2012 -s tb -o sim.vvp test.sv ref.sv top.sv` and
+// `vvp -n sim.vvp` with no limits, screening or verdict parsing; the pool
+// adds the harness rewrite, screening, prlimit, process groups, capture,
+// the reference self-check bookkeeping and evidence records. Rounds
+// alternate raw and pool runs to spread machine noise over both.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/engine/ingest"
+	"github.com/crucible-data/crucible/rtl"
+)
+
+func main() {
+	items := flag.String("items", "", "VerilogEval JSONL (default ../shared/datasets/verilog-eval/spec-to-rtl.jsonl from the repo root)")
+	workers := flag.String("workers", "1,2", "comma-separated pool sizes to measure")
+	rounds := flag.Int("rounds", 2, "measurement rounds (raw and pool alternate)")
+	flag.Parse()
+	if err := run(*items, *workers, *rounds); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/rtl:", err)
+		os.Exit(1)
+	}
+}
+
+func run(itemsPath, workerList string, rounds int) error {
+	if itemsPath == "" {
+		root, err := repoRoot()
+		if err != nil {
+			return err
+		}
+		itemsPath = filepath.Join(root, "..", "shared", "datasets", "verilog-eval", "spec-to-rtl.jsonl")
+	}
+	var items []engine.Item
+	g, err := ingest.New(ingest.PresetVerilogEval, ingest.Sink{
+		Item:   func(it engine.Item) error { items = append(items, it); return nil },
+		Reject: func(r engine.Rejection) error { return fmt.Errorf("rejected %s: %s", r.ItemID, r.Detail) },
+	})
+	if err != nil {
+		return err
+	}
+	if err := g.IngestPaths(context.Background(), []string{itemsPath}); err != nil {
+		return err
+	}
+	var cands []engine.Candidate
+	for _, it := range items {
+		code, err := rtl.RenameModule(it.Reference, rtl.RefModuleName, rtl.DefaultDUTName)
+		if err != nil {
+			return fmt.Errorf("%s: %w", it.ItemID, err)
+		}
+		cands = append(cands, engine.Candidate{ItemID: it.ItemID, CandidateID: "self", Code: code})
+	}
+	var sizes []int
+	for _, s := range strings.Split(workerList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("bad -workers entry %q", s)
+		}
+		sizes = append(sizes, n)
+	}
+	n := len(items)
+	fmt.Printf("tasks: %d from %s; cores: %d; rounds: %d\n", n, itemsPath, numCPU(), rounds)
+	raw := make([]time.Duration, 0, rounds)
+	pool := map[int][]time.Duration{}
+	var counts map[string]int
+	for r := 0; r < rounds; r++ {
+		d, err := rawLoop(items, cands)
+		if err != nil {
+			return err
+		}
+		raw = append(raw, d)
+		for _, w := range sizes {
+			d, c, err := poolRun(items, cands, w)
+			if err != nil {
+				return err
+			}
+			pool[w] = append(pool[w], d)
+			counts = c
+		}
+	}
+	rawBest := best(raw)
+	fmt.Printf("pool verdicts: %v\n", counts)
+	fmt.Printf("%-22s %10s %10s %14s %10s\n", "runner", "best s", "tasks/s", "ms/task", "vs raw")
+	fmt.Printf("%-22s %10.2f %10.1f %14.2f %10s\n", "raw iverilog+vvp loop", rawBest.Seconds(), float64(n)/rawBest.Seconds(),
+		float64(rawBest.Milliseconds())/float64(n), "1.00x")
+	for _, w := range sizes {
+		b := best(pool[w])
+		fmt.Printf("%-22s %10.2f %10.1f %14.2f %9.2fx\n", fmt.Sprintf("pool, %d worker(s)", w), b.Seconds(), float64(n)/b.Seconds(),
+			float64(b.Milliseconds())/float64(n), rawBest.Seconds()/b.Seconds())
+	}
+	if p1, ok := pool[1]; ok {
+		b := best(p1)
+		fmt.Printf("per-task overhead at 1 worker: %+.1f%% (%.2f ms/task)\n", 100*(b.Seconds()-rawBest.Seconds())/rawBest.Seconds(),
+			(b.Seconds()-rawBest.Seconds())*1000/float64(n))
+		for _, w := range sizes {
+			if w > 1 {
+				fmt.Printf("scaling 1 -> %d workers: %.2fx (ideal %dx, bounded by %d cores)\n", w, b.Seconds()/best(pool[w]).Seconds(), w, numCPU())
+			}
+		}
+	}
+	fmt.Println("all runs (s): raw", secs(raw))
+	for _, w := range sizes {
+		fmt.Printf("all runs (s): pool/%d %v\n", w, secs(pool[w]))
+	}
+	return nil
+}
+
+// rawLoop compiles and simulates every task sequentially with no sandbox.
+func rawLoop(items []engine.Item, cands []engine.Candidate) (time.Duration, error) {
+	base, err := os.MkdirTemp("", "crucible-bench-raw-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(base)
+	start := time.Now()
+	for i, it := range items {
+		dir := filepath.Join(base, strconv.Itoa(i))
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return 0, err
+		}
+		for name, text := range map[string]string{"test.sv": it.Verifier.Harness, "ref.sv": it.Reference, "top.sv": cands[i].Code} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+				return 0, err
+			}
+		}
+		c := exec.Command("iverilog", "-g2012", "-s", "tb", "-o", "sim.vvp", "test.sv", "ref.sv", "top.sv")
+		c.Dir = dir
+		if err := c.Run(); err != nil {
+			continue // the references Icarus cannot compile: same work as the pool's failed build
+		}
+		c = exec.Command("vvp", "-n", "sim.vvp")
+		c.Dir = dir
+		_, _ = c.Output()
+		os.RemoveAll(dir)
+	}
+	return time.Since(start), nil
+}
+
+func poolRun(items []engine.Item, cands []engine.Candidate, workers int) (time.Duration, map[string]int, error) {
+	cfg := rtl.DefaultConfig()
+	cfg.Workers = workers
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	v, err := rtl.NewVerifier(cfg)
+	if err != nil {
+		return 0, nil, err
+	}
+	start := time.Now()
+	evs, err := v.Verify(context.Background(), items, cands)
+	if err != nil {
+		return 0, nil, err
+	}
+	d := time.Since(start)
+	counts := map[string]int{}
+	for _, ev := range evs {
+		counts[ev.Status+"/"+ev.FailureStage]++
+	}
+	return d, counts, nil
+}
+
+func best(ds []time.Duration) time.Duration {
+	b := ds[0]
+	for _, d := range ds[1:] {
+		b = min(b, d)
+	}
+	return b
+}
+
+func secs(ds []time.Duration) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, fmt.Sprintf("%.2f", d.Seconds()))
+	}
+	return out
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("go.mod not found above %s", dir)
+		}
+		dir = parent
+	}
+}
