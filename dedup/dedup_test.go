@@ -134,7 +134,8 @@ func runPlanted(t *testing.T, cfg Config, n int) *Result {
 			missed++
 		}
 	}
-	if strong == 0 || missed > 0 {
+	// P(detect) > 0.99 at J = 0.85 with the default banding: allow 1%.
+	if strong == 0 || missed*100 > strong {
 		t.Errorf("%s: missed %d of %d planted pairs with J ≥ 0.85", cfg.Backend, missed, strong)
 	}
 	family := func(i int) int {

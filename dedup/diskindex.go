@@ -21,6 +21,7 @@ type diskIndex struct {
 	k      int
 	maxAll int
 	buf    []byte
+	st     *Stats
 }
 
 func newDiskIndex(cfg Config, st *Stats) (*diskIndex, error) {
@@ -35,7 +36,7 @@ func newDiskIndex(cfg Config, st *Stats) (*diskIndex, error) {
 	}
 	return &diskIndex{dir: dir, runs: newRunSpiller(dir, cfg.RunBytes), sigF: f,
 		sigW: bufio.NewWriterSize(f, 1<<20), k: cfg.NumPerm, maxAll: cfg.MaxBucketAll,
-		buf: make([]byte, 8*cfg.NumPerm)}, nil
+		buf: make([]byte, 8*cfg.NumPerm), st: st}, nil
 }
 
 func (d *diskIndex) add(doc int32, s *signed) error {
@@ -65,6 +66,7 @@ func (d *diskIndex) pairs(ctx context.Context, exact func(a, b int32) error, nea
 		return fmt.Errorf("%w: flush signatures: %v", ErrIO, err)
 	}
 	groups := 0
+	defer func() { d.st.RunBytes = d.runs.spilt }()
 	return d.runs.mergeGroups(func(band uint32, docs []int32) error {
 		if groups++; groups%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()

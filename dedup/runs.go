@@ -96,13 +96,29 @@ func (s *runSpiller) cleanup() {
 	}
 }
 
+// runCursor reads one sorted run: a spilled file, or (mem != nil) the
+// sorted in-memory remainder, which never has to touch the disk.
 type runCursor struct {
 	r   *bufio.Reader
 	f   *os.File
+	mem []bandRec
 	cur bandRec
 }
 
+func (c *runCursor) close() {
+	if c.f != nil {
+		c.f.Close()
+	}
+}
+
 func (c *runCursor) next() (bool, error) {
+	if c.f == nil {
+		if len(c.mem) == 0 {
+			return false, nil
+		}
+		c.cur, c.mem = c.mem[0], c.mem[1:]
+		return true, nil
+	}
 	var b [16]byte
 	if _, err := io.ReadFull(c.r, b[:]); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -136,15 +152,18 @@ func (s *runSpiller) mergeGroups(fn func(band uint32, docs []int32) error) error
 
 // merge calls fn for every (key, band) group of at least minGroup records.
 func (s *runSpiller) merge(minGroup int, fn func(key uint64, band uint32, docs []int32) error) error {
-	if err := s.spill(); err != nil {
-		return err
-	}
+	slices.SortFunc(s.buf, cmpRec)
 	h := cursorHeap{}
 	defer func() {
 		for _, c := range h {
-			c.f.Close()
+			c.close()
 		}
 	}()
+	if len(s.buf) > 0 {
+		c := &runCursor{mem: s.buf}
+		c.next()
+		h = append(h, c)
+	}
 	for _, name := range s.files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -192,7 +211,7 @@ func (s *runSpiller) merge(minGroup int, fn func(key uint64, band uint32, docs [
 		if ok {
 			heap.Fix(&h, 0)
 		} else {
-			c.f.Close()
+			c.close()
 			heap.Pop(&h)
 		}
 	}
