@@ -40,7 +40,7 @@ type GenStats struct {
 func Generate(w io.Writer, o GenOptions) (GenStats, error) {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	cw := &countWriter{w: bw}
-	g := &gen{r: rand.New(rand.NewPCG(o.Seed, o.Seed+1))}
+	g := &gen{seed: o.Seed, r: rand.New(rand.NewPCG(o.Seed, o.Seed+1))}
 	enc := json.NewEncoder(cw)
 	enc.SetEscapeHTML(false)
 	var st GenStats
@@ -73,8 +73,9 @@ func (c *countWriter) Write(p []byte) (int, error) {
 }
 
 type gen struct {
-	r *rand.Rand
-	b strings.Builder
+	seed uint64
+	r    *rand.Rand
+	b    strings.Builder
 }
 
 var families = []struct{ domain, family string }{
@@ -91,7 +92,7 @@ func (g *gen) logNormal(median, sigma float64, lo, hi int) int {
 func (g *gen) trajectory(i int64) pack.Trajectory {
 	f := families[g.r.IntN(len(families))]
 	kernel := f.domain == "kernels"
-	t := pack.Trajectory{ID: fmt.Sprintf("traj-%09d", i), Domain: f.domain, Family: f.family}
+	t := pack.Trajectory{ID: fmt.Sprintf("traj-%d-%09d", g.seed, i), Domain: f.domain, Family: f.family}
 	t.Messages = append(t.Messages,
 		pack.Message{Role: pack.RoleSystem, Content: "You are an expert hardware and GPU engineer. Think step by step, then answer with complete code."},
 		pack.Message{Role: pack.RoleUser, Content: g.text(g.logNormal(1200, 0.6, 200, 8000), proseMode) + "\n\n" + g.code(g.logNormal(800, 0.7, 100, 6000), kernel)})
