@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/engine/ingest"
+	"github.com/crucible-data/crucible/rtl"
+)
+
+// VerifyRTLOptions are `crucible verify rtl`'s inputs.
+type VerifyRTLOptions struct {
+	Items      string // item shards/JSONL, or a VerilogEval JSONL with Preset verilog-eval
+	Candidates string // JSONL/Parquet rows {item_id, candidate_id, code}
+	Out        string
+	Preset     string // items | verilog-eval
+	SelfCheck  bool   // submit each item's reference as its candidate
+	Config     rtl.Config
+	Writer     engine.WriterOptions
+	Stdout     io.Writer
+}
+
+const verifyRTLLong = `Judge RTL candidates with a pool of sandboxed simulators and write one
+evidence row per (item, candidate).
+
+Each item's verifier names its harness contract: differential (VerilogEval: tb
+drives RefModule and TopModule and prints "Mismatches: N in M samples"),
+self_checking (the testbench prints its configured pass marker) or completion
+(a module body joined to the trusted header from the instruction). The harness's
+verdict statement is rewritten to print a per-run secret; a candidate passes only
+on that line, printed once as the harness's last word, with zero mismatches and
+the sample count the reference produced. Candidates are screened first (file I/O,
+$system, $finish, plusargs, hierarchical references into the harness, shadowed
+harness modules, ` + "`include" + `): a screened candidate fails at stage static.
+
+Every item's reference is first run as its own candidate under the same
+toolchain; a reference that fails makes that item's candidates unjudged
+(reference_self_check), never fail. Worker crashes and full disks are retried;
+unresolved infrastructure failures are unjudged with their cause.
+
+--items: item shards (an ingest or stage output directory), item JSONL/Parquet,
+or with --preset verilog-eval a VerilogEval JSONL ({id, prompt, ref, test}).
+--candidates: JSONL or Parquet rows {item_id, candidate_id, code}, or a directory
+of them. --self-check instead submits each item's reference (RefModule renamed
+TopModule) as candidate "reference".
+
+Writes evidence-*.parquet and manifest.json to --out and prints counts by status
+and failure stage. Exit 0 when the run completed, whatever the verdicts.`
+
+func newVerifyRTLCmd() *cobra.Command {
+	o := VerifyRTLOptions{Writer: engine.DefaultWriterOptions(), Config: rtl.DefaultConfig()}
+	c := &cobra.Command{
+		Use:   "rtl --items PATH (--candidates PATH | --self-check) --out DIR [--simulator icarus|verilator] [--workers N] [--preset verilog-eval]",
+		Short: "Judge RTL candidates in sandboxed Icarus/Verilator workers; write evidence shards",
+		Long:  verifyRTLLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Stdout = cmd.OutOrStdout()
+			return runVerifyRTL(cmd.Context(), o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Items, "items", "", "item shards directory, item JSONL/Parquet, or VerilogEval JSONL with --preset verilog-eval (required)")
+	f.StringVar(&o.Candidates, "candidates", "", "candidate JSONL/Parquet rows {item_id, candidate_id, code} or a directory of them")
+	f.StringVar(&o.Out, "out", "", "output directory for evidence shards and manifest.json (required)")
+	f.StringVar(&o.Preset, "preset", ingest.PresetItems, "layout of --items files: items|verilog-eval")
+	f.BoolVar(&o.SelfCheck, "self-check", false, "submit each item's reference as its candidate instead of --candidates")
+	f.StringVar(&o.Config.Simulator, "simulator", o.Config.Simulator, "icarus (4-state, trusted for pass) | verilator (2-state)")
+	f.IntVar(&o.Config.Workers, "workers", o.Config.Workers, "concurrent simulator jobs (default: number of cores)")
+	f.IntVar(&o.Config.Retries, "retries", o.Config.Retries, "retries of infrastructure failures (worker crash, disk full)")
+	f.DurationVar(&o.Config.Limits.SimTimeout, "sim-timeout", o.Config.Limits.SimTimeout, "wall-clock limit per simulation")
+	f.BoolVar(&o.Config.TrustTwoState, "trust-two-state", false, "let a Verilator run issue pass verdicts")
+	f.BoolVar(&o.Config.Synth, "synth", false, "add a Yosys synth cell count (and latch/loop findings) to passing candidates")
+	f.StringVar(&o.Config.CacheDir, "cache-dir", "", "persist reference self-check results per (task, toolchain) here")
+	_ = c.MarkFlagRequired("items")
+	_ = c.MarkFlagRequired("out")
+	return c
+}
+
+func runVerifyRTL(ctx context.Context, o VerifyRTLOptions) error {
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	switch {
+	case o.Items == "" || o.Out == "":
+		return fmt.Errorf("%w: --items and --out are required", errUsage)
+	case o.SelfCheck == (o.Candidates != ""):
+		return fmt.Errorf("%w: give exactly one of --candidates and --self-check", errUsage)
+	case o.Preset != ingest.PresetItems && o.Preset != ingest.PresetVerilogEval:
+		return fmt.Errorf("%w: --preset %q (want items or verilog-eval)", errUsage, o.Preset)
+	}
+	if err := o.Config.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	items, inputs, rejected, err := loadRTLItems(ctx, o.Items, o.Preset)
+	if err != nil {
+		return err
+	}
+	var cands []engine.Candidate
+	if o.SelfCheck {
+		for _, it := range items {
+			code := it.Reference
+			if c, err := rtl.ContractFor(it); err == nil {
+				if rc, err := c.ReferenceCandidate(); err == nil {
+					code = rc
+				}
+			}
+			// An item whose reference cannot be put in candidate form still
+			// gets its row: its self-check reports the reference unjudged.
+			cands = append(cands, engine.Candidate{ItemID: it.ItemID, CandidateID: rtl.ReferenceCandidateID, Code: code})
+		}
+	} else {
+		paths, err := shardInputs([]string{o.Candidates}, "candidates")
+		if err != nil {
+			return err
+		}
+		if cands, err = engine.ReadAll[engine.Candidate](paths...); err != nil {
+			return err
+		}
+		inputs = append(inputs, paths...)
+	}
+	v, err := rtl.NewVerifier(o.Config)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	start := time.Now()
+	evs, err := v.Verify(ctx, items, cands)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if err := clearOutputs(o.Out, "evidence"); err != nil {
+		return err
+	}
+	w, err := engine.NewShardWriter[engine.Evidence](o.Out, "evidence", "evidence", o.Writer)
+	if err != nil {
+		return err
+	}
+	if err := w.Write(evs...); err != nil {
+		w.Abort()
+		return err
+	}
+	infos, err := w.Close()
+	if err != nil {
+		return err
+	}
+	counts := map[string]int64{"items": int64(len(items)), "candidates": int64(len(cands)), "items_rejected": rejected}
+	for _, ev := range evs {
+		counts["status."+ev.Status]++
+		if ev.FailureStage != "" {
+			counts["stage."+ev.FailureStage]++
+		}
+	}
+	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "verify-rtl", Type: "verify_rtl",
+		Inputs: fileRefs(inputs), Shards: infos, Counts: counts}
+	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
+		return err
+	}
+	printVerifyRTLSummary(o.Stdout, evs, len(items), rejected, elapsed, o.Config, o.Out)
+	return nil
+}
+
+// loadRTLItems reads --items: a stage/ingest output directory's item
+// shards as they are, anything else through ingest (validating each row;
+// rejected rows are counted and their candidates end payload_corrupt).
+func loadRTLItems(ctx context.Context, path, preset string) ([]engine.Item, []string, int64, error) {
+	if st, err := os.Stat(path); err != nil {
+		return nil, nil, 0, fmt.Errorf("%w: --items: %v", engine.ErrInput, err)
+	} else if st.IsDir() && preset == ingest.PresetItems {
+		if _, err := engine.LoadStageOutput(path); err == nil {
+			paths, err := shardInputs([]string{path}, "items")
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			items, err := engine.ReadAll[engine.Item](paths...)
+			return items, paths, 0, err
+		}
+	}
+	var items []engine.Item
+	var rejected int64
+	g, err := ingest.New(preset, ingest.Sink{
+		Item:   func(it engine.Item) error { items = append(items, it); return nil },
+		Reject: func(r engine.Rejection) error { rejected++; return nil },
+	})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if err := g.IngestPaths(ctx, []string{path}); err != nil {
+		return nil, nil, 0, err
+	}
+	return items, []string{path}, rejected, nil
+}
+
+func printVerifyRTLSummary(w io.Writer, evs []engine.Evidence, nItems int, rejected int64, elapsed time.Duration, cfg rtl.Config, out string) {
+	status := map[string]int{}
+	stages := map[string]int{}
+	for _, ev := range evs {
+		status[ev.Status]++
+		if ev.FailureStage != "" {
+			stages[ev.Status+"/"+ev.FailureStage]++
+		}
+	}
+	fmt.Fprintf(w, "verified %d candidates for %d items in %.1fs (%s, %d workers)\n", len(evs), nItems, elapsed.Seconds(), cfg.Simulator, cfg.Workers)
+	if rejected > 0 {
+		fmt.Fprintf(w, "  %d item rows were rejected by validation\n", rejected)
+	}
+	for _, s := range []string{engine.StatusPass, engine.StatusFail, engine.StatusUnjudged} {
+		fmt.Fprintf(w, "  %-9s %d\n", s, status[s])
+	}
+	keys := make([]string, 0, len(stages))
+	for k := range stages {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		st, stage, _ := strings.Cut(k, "/")
+		fmt.Fprintf(w, "  %-9s %-22s %d\n", st, stage, stages[k])
+	}
+	fmt.Fprintf(w, "evidence and manifest: %s\n", filepath.Clean(out))
+}

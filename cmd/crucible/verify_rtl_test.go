@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/rtl"
+)
+
+func rtlToolsOrSkip(t *testing.T) {
+	for _, tool := range []string{"iverilog", "vvp", "prlimit"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s missing", tool)
+			}
+			t.Skipf("%s missing; skipping", tool)
+		}
+	}
+}
+
+// TestVerifyRTLCommand runs `verify rtl` on a three-item item JSONL with a
+// candidates JSONL (right, wrong, screened, unknown item) and with
+// --self-check, and reads the evidence shards back.
+func TestVerifyRTLCommand(t *testing.T) {
+	rtlToolsOrSkip(t)
+	dir := t.TempDir()
+	iface := engine.Interface{Top: "TopModule", Ports: []engine.Port{{Name: "a", Direction: "input", Width: 4},
+		{Name: "b", Direction: "input", Width: 4}, {Name: "y", Direction: "output", Width: 4}}}
+	tb, err := rtl.GenerateDifferentialTB(iface, rtl.DefaultTBOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := engine.Item{ItemID: "and4", Domain: engine.DomainRTL, Family: "logic", Route: engine.RouteSeed,
+		Instruction: "Implement TopModule: y = a & b.", Interface: iface,
+		Reference: "module RefModule(input [3:0] a, input [3:0] b, output [3:0] y);\n  assign y = a & b;\nendmodule\n",
+		Verifier:  engine.Verifier{Kind: engine.VerifierDifferential, Harness: tb, Top: "tb"},
+		Provenance: engine.Provenance{Source: "test", License: "MIT"}}
+	writeJSONL(t, filepath.Join(dir, "items.jsonl"), item)
+	writeJSONL(t, filepath.Join(dir, "cands.jsonl"),
+		engine.Candidate{ItemID: "and4", CandidateID: "right", Code: "module TopModule(input [3:0] a, input [3:0] b, output [3:0] y);\n  assign y = b & a;\nendmodule\n"},
+		engine.Candidate{ItemID: "and4", CandidateID: "wrong", Code: "module TopModule(input [3:0] a, input [3:0] b, output [3:0] y);\n  assign y = a | b;\nendmodule\n"},
+		engine.Candidate{ItemID: "and4", CandidateID: "system", Code: "module TopModule(input [3:0] a, input [3:0] b, output [3:0] y);\n  initial $system(\"id\");\n  assign y = a & b;\nendmodule\n"},
+		engine.Candidate{ItemID: "nope", CandidateID: "orphan", Code: "module TopModule; endmodule"})
+	var out bytes.Buffer
+	o := VerifyRTLOptions{Items: filepath.Join(dir, "items.jsonl"), Candidates: filepath.Join(dir, "cands.jsonl"),
+		Out: filepath.Join(dir, "out"), Preset: "items", Config: rtl.DefaultConfig(), Writer: engine.DefaultWriterOptions(), Stdout: &out}
+	if err := runVerifyRTL(context.Background(), o); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	so, err := engine.LoadStageOutput(o.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := engine.ReadAll[engine.Evidence](so.Shards("evidence")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"right": "pass/", "wrong": "fail/mismatch", "system": "fail/static", "orphan": "unjudged/payload_corrupt"}
+	if len(evs) != len(want) {
+		t.Fatalf("%d evidence rows, want %d", len(evs), len(want))
+	}
+	for _, ev := range evs {
+		if got := ev.Status + "/" + ev.FailureStage; got != want[ev.CandidateID] {
+			t.Errorf("%s: %s (%s), want %s", ev.CandidateID, got, ev.Cause, want[ev.CandidateID])
+		}
+	}
+	if !strings.Contains(out.String(), "pass      1") || !strings.Contains(out.String(), "fail      static") {
+		t.Errorf("summary:\n%s", out.String())
+	}
+
+	out.Reset()
+	o.Candidates, o.SelfCheck, o.Out = "", true, filepath.Join(dir, "self")
+	if err := runVerifyRTL(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	so, _ = engine.LoadStageOutput(o.Out)
+	evs, _ = engine.ReadAll[engine.Evidence](so.Shards("evidence")...)
+	if len(evs) != 1 || evs[0].Status != engine.StatusPass || evs[0].CandidateID != rtl.ReferenceCandidateID {
+		t.Errorf("self-check evidence %+v", evs)
+	}
+
+	o.Candidates = filepath.Join(dir, "cands.jsonl") // both: usage error
+	if err := runVerifyRTL(context.Background(), o); !errors.Is(err, errUsage) {
+		t.Errorf("--candidates with --self-check: %v, want usage error", err)
+	}
+}
+
+func writeJSONL(t *testing.T, path string, rows ...any) {
+	t.Helper()
+	var b bytes.Buffer
+	for _, r := range rows {
+		line, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
