@@ -239,3 +239,40 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestDiskLookupMatchesMemory forces the on-disk gram search (fence index,
+// signatures read by offset) and checks it reports exactly what the
+// in-memory index reports.
+func TestDiskLookupMatchesMemory(t *testing.T) {
+	ds := datasets(t)
+	path := filepath.Join(ds, "verilog-eval", "code-complete-iccad2023.jsonl")
+	suite := readAll(t, path, "id", "prompt", "ref")
+	corpus := readAll(t, filepath.Join(ds, "verilog-eval", "spec-to-rtl.jsonl"), "id", "ref")
+	dir := filepath.Join(t.TempDir(), "ix")
+	if _, err := BuildIndex(context.Background(), DefaultConfig(), dir, "cc", SideBenchmark, suite); err != nil {
+		t.Fatal(err)
+	}
+	run := func() []Match {
+		ix, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ix.Close()
+		ms, _ := check(t, ix, corpus)
+		return ms
+	}
+	mem := run()
+	old := inMemoryGramBytes
+	inMemoryGramBytes = 0
+	defer func() { inMemoryGramBytes = old }()
+	disk := run()
+	if len(mem) == 0 || len(mem) != len(disk) {
+		t.Fatalf("memory %d matches, disk %d", len(mem), len(disk))
+	}
+	for i := range mem {
+		a, b := mem[i], disk[i]
+		if a.CorpusID != b.CorpusID || a.BenchmarkID != b.BenchmarkID || a.BenchmarkField != b.BenchmarkField || a.Score != b.Score {
+			t.Fatalf("match %d differs: %+v vs %+v", i, a, b)
+		}
+	}
+}

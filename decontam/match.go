@@ -15,9 +15,10 @@ import (
 	"github.com/crucible-data/crucible/dedup"
 )
 
-// inMemoryGramBytes: gram files up to this size are loaded; larger ones are
-// searched on disk through a sparse in-memory fence index.
-const inMemoryGramBytes = 256 << 20
+// inMemoryGramBytes: gram and signature files up to this size are loaded;
+// larger ones are read by offset (grams through a sparse in-memory fence
+// index). A variable so tests can force the disk path.
+var inMemoryGramBytes int64 = 256 << 20
 
 const fenceEvery = 1024 // records per fence block (16 KiB)
 

@@ -18,6 +18,17 @@ type StageConfig struct {
 	Config `yaml:",inline"`
 	// Fields compared per item: instruction, reference (default both, joined).
 	Fields []string `yaml:"fields"`
+	// DomainFields overrides Fields per item domain, e.g.
+	// {rtl: [reference], kernel: [instruction, reference]}.
+	DomainFields map[string][]string `yaml:"domain_fields"`
+}
+
+// fieldsFor returns the compared fields of an item's domain.
+func (c StageConfig) fieldsFor(domain string) []string {
+	if f, ok := c.DomainFields[domain]; ok {
+		return f
+	}
+	return c.Fields
 }
 
 // DefaultStageConfig returns the stage defaults.
@@ -31,13 +42,22 @@ func (c StageConfig) Validate() error {
 	if err := c.Config.Validate(); err != nil {
 		bad = append(bad, err.Error())
 	}
-	if len(c.Fields) == 0 {
-		bad = append(bad, "fields: empty (want instruction and/or reference)")
-	}
-	for _, f := range c.Fields {
-		if f != "instruction" && f != "reference" {
-			bad = append(bad, fmt.Sprintf("fields: %q (want instruction|reference)", f))
+	check := func(where string, fields []string) {
+		if len(fields) == 0 {
+			bad = append(bad, where+": empty (want instruction and/or reference)")
 		}
+		for _, f := range fields {
+			if f != "instruction" && f != "reference" {
+				bad = append(bad, fmt.Sprintf("%s: %q (want instruction|reference)", where, f))
+			}
+		}
+	}
+	check("fields", c.Fields)
+	for d, f := range c.DomainFields {
+		if d != engine.DomainRTL && d != engine.DomainKernel {
+			bad = append(bad, fmt.Sprintf("domain_fields: unknown domain %q (want rtl|kernel)", d))
+		}
+		check("domain_fields."+d, f)
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%w: dedup stage: %s", ErrConfig, strings.Join(bad, "; "))
@@ -74,7 +94,7 @@ func ItemTier(it *engine.Item) uint8 {
 // itemShards is a Source over item shards, streamed a batch at a time.
 type itemShards struct {
 	paths  []string
-	fields []string
+	fields func(domain string) []string
 }
 
 func (s itemShards) scanItems(ctx context.Context, fn func(it *engine.Item) error) error {
@@ -106,7 +126,7 @@ func (s itemShards) scanItems(ctx context.Context, fn func(it *engine.Item) erro
 
 func (s itemShards) Scan(ctx context.Context, fn func(d Doc) error) error {
 	return s.scanItems(ctx, func(it *engine.Item) error {
-		return fn(Doc{ID: it.ItemID, Text: ItemText(it, s.fields), Tier: ItemTier(it)})
+		return fn(Doc{ID: it.ItemID, Text: ItemText(it, s.fields(it.Domain)), Tier: ItemTier(it)})
 	})
 }
 
@@ -136,7 +156,7 @@ func RegisterStages(reg *engine.Registry) {
 }
 
 func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) error {
-	src := itemShards{paths: sc.InputPaths("items"), fields: cfg.Fields}
+	src := itemShards{paths: sc.InputPaths("items"), fields: cfg.fieldsFor}
 	log := sc.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

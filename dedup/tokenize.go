@@ -154,6 +154,10 @@ func Tokenize(text string, opts TokenizeOptions, t *Tokens) {
 		}
 	}
 	n := len(text)
+	if cap(t.Buf) < n+n/4 {
+		t.Buf = make([]byte, 0, n+n/4)
+	}
+	plain := !opts.Lowercase && !opts.SrcOffsets
 	i := 0
 	for i < n {
 		c := text[i]
@@ -172,6 +176,15 @@ func Tokenize(text string, opts TokenizeOptions, t *Tokens) {
 				if decide(); lang == langVerilog {
 					i = verilogLiteralEnd(text, i)
 				}
+			}
+			if plain {
+				// Hot path (most tokens): append inline, no flags to honour.
+				if len(t.Buf) > 0 {
+					t.Buf = append(t.Buf, ' ')
+				}
+				t.Start = append(t.Start, int32(len(t.Buf)))
+				t.Buf = append(t.Buf, text[start:i]...)
+				continue
 			}
 			t.add(text, start, i, opts.Lowercase, opts.SrcOffsets)
 			continue
