@@ -113,12 +113,32 @@ func (d *Device) Do(ctx context.Context, fn func(c *Ctx) error) error {
 // allocation, module and stream of the old context is gone afterwards.
 func (d *Device) Reset(ctx context.Context) error {
 	return d.Do(ctx, func(*Ctx) error {
+		C.ccu_ctx_set_current(nil)
+		// Reset destroys the context but keeps our retain; release it so the
+		// next retain builds a fresh context.
 		if err := check("cuDevicePrimaryCtxReset", C.ccu_primary_reset(d.dev)); err != nil {
 			return err
 		}
 		C.ccu_primary_release(d.dev)
-		return d.retain()
+		if err := d.retain(); err != nil {
+			return err
+		}
+		return d.probe()
 	})
+}
+
+// probe checks that the current context works (a tiny allocation).
+func (d *Device) probe() error {
+	var p C.CUdeviceptr
+	if err := check("cuMemAlloc(probe)", C.ccu_mem_alloc(&p, 256)); err != nil {
+		return err
+	}
+	return check("cuMemFree(probe)", C.ccu_mem_free(p))
+}
+
+// Healthy runs the probe on the device goroutine.
+func (d *Device) Healthy(ctx context.Context) error {
+	return d.Do(ctx, func(*Ctx) error { return d.probe() })
 }
 
 // Close releases the primary context and stops the goroutine.

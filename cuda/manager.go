@@ -45,6 +45,7 @@ type GPUStatus struct {
 	Faults  int    `json:"faults"`
 	Retired bool   `json:"retired"`
 	Reason  string `json:"reason"`
+	AppXIDs int    `json:"app_xids"`
 }
 
 type slot struct {
@@ -55,6 +56,7 @@ type slot struct {
 	retired bool
 	reason  string
 	eccSeen uint64
+	appXIDs int // application-caused XIDs seen (bad kernels), informational
 }
 
 // Manager hands jobs to healthy idle GPUs and takes GPUs that fault
@@ -236,6 +238,8 @@ func (m *Manager) pollHealthLocked() {
 				m.retireLocked(s, "double-bit ECC error event")
 			case IsHardwareXID(ev.EventData):
 				m.retireLocked(s, fmt.Sprintf("hardware XID %d", ev.EventData))
+			case IsApplicationXID(ev.EventData):
+				s.appXIDs++
 			default:
 				s.faults++
 				if s.faults >= m.cfg.MaxFaults {
@@ -283,7 +287,7 @@ func (m *Manager) Status() []GPUStatus {
 	m.pollHealthLocked()
 	out := make([]GPUStatus, 0, len(m.slots))
 	for _, s := range m.slots {
-		out = append(out, GPUStatus{GPUInfo: s.info, Busy: s.busy, Faults: s.faults, Retired: s.retired, Reason: s.reason})
+		out = append(out, GPUStatus{GPUInfo: s.info, Busy: s.busy, Faults: s.faults, Retired: s.retired, Reason: s.reason, AppXIDs: s.appXIDs})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
 	return out

@@ -172,11 +172,14 @@ func TestManagerHealthSignals(t *testing.T) {
 	f.mu.Lock()
 	f.ecc[0] = 2
 	f.mu.Unlock()
-	// An application XID (13) on GPU 1 is one fault, not retirement; a
-	// success resets the count.
+	// Application XIDs (a bad kernel's page fault) never count against a
+	// GPU; an unknown XID on GPU 1 is one fault, not retirement.
+	f.xid(1, 31)
+	f.xid(1, 43)
 	f.xid(1, 13)
+	f.xid(1, 999)
 	st := m.Status()
-	if !st[0].Retired || st[1].Retired || st[1].Faults != 1 {
+	if !st[0].Retired || st[1].Retired || st[1].Faults != 1 || st[1].AppXIDs != 3 {
 		t.Fatalf("status = %+v", st)
 	}
 	l, err := m.Acquire(context.Background())

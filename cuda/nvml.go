@@ -124,5 +124,13 @@ func readGPU(i int, dev nvml.Device) (GPUInfo, error) {
 var hardwareXIDs = map[uint64]bool{48: true, 63: true, 64: true, 74: true, 79: true, 92: true, 94: true, 95: true,
 	119: true, 120: true}
 
+// applicationXIDs are faults a user kernel causes (engine exception, MMU
+// page fault, channel teardown after them): expected when judging bad
+// candidates, so they never count against the GPU.
+var applicationXIDs = map[uint64]bool{13: true, 31: true, 43: true, 45: true, 68: true, 69: true}
+
+// IsApplicationXID reports whether an XID code is a kernel's own fault.
+func IsApplicationXID(xid uint64) bool { return applicationXIDs[xid] }
+
 // IsHardwareXID reports whether an XID code means the GPU should leave rotation at once.
 func IsHardwareXID(xid uint64) bool { return hardwareXIDs[xid] }

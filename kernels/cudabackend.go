@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -11,37 +12,32 @@ import (
 	"github.com/crucible-data/crucible/engine"
 )
 
-// cudaBackend runs CUDA C++ candidates in-process: NVRTC compiles them for
-// the leased GPU's arch, and the GPU's owner goroutine launches reference
-// and candidate interleaved on one timed stream, with CUDA events around
-// every launch.
+// cudaBackend runs CUDA C++ candidates. Each candidate is judged in a
+// fresh child process (this same binary re-executed as a worker, see
+// worker.go) pinned to the leased GPU: a sticky CUDA error such as an
+// illegal address poisons every context of a process for good, and a hung
+// kernel can only be stopped by ending its process, so isolation per
+// candidate is what lets the pool survive them. Inside the worker NVRTC
+// compiles for the GPU's arch and the device's owner goroutine launches
+// reference and candidate interleaved on one timed stream.
 type cudaBackend struct {
 	cfg       Config
 	pool      *gpuPool
 	once      sync.Once
 	initErr   error
 	mgr       *cuda.Manager
+	exe       string
 	toolchain []engine.Tool
-	mu        sync.Mutex
-	devs      map[int]*cuda.Device
-	images    map[string]*imageBuild
-}
-
-type imageBuild struct {
-	once sync.Once
-	img  []byte
-	log  string
-	err  error
 }
 
 func newCUDABackend(cfg Config, pool *gpuPool) *cudaBackend {
-	return &cudaBackend{cfg: cfg, pool: pool, devs: map[int]*cuda.Device{}, images: map[string]*imageBuild{}}
+	return &cudaBackend{cfg: cfg, pool: pool}
 }
 
 func (b *cudaBackend) Name() string { return BackendCUDA }
 
-// Available loads the driver and NVRTC and builds the device manager
-// (NVML-backed where NVML works).
+// Available loads the driver and NVRTC (without creating a context) and
+// builds the device manager (NVML-backed where NVML works).
 func (b *cudaBackend) Available() error {
 	b.once.Do(func() {
 		n, err := cuda.DeviceCount()
@@ -58,6 +54,10 @@ func (b *cudaBackend) Available() error {
 			b.initErr = fmt.Errorf("%w: %v", ErrBackendUnavailable, err)
 			return
 		}
+		if b.exe, err = os.Executable(); err != nil {
+			b.initErr = fmt.Errorf("%w: cannot find this executable to start workers: %v", ErrBackendUnavailable, err)
+			return
+		}
 		drv, _ := cuda.DriverVersion()
 		b.toolchain = []engine.Tool{{Name: "cuda-driver-api", Version: fmt.Sprint(drv)}, {Name: "nvrtc", Version: nv}}
 		mgr, tools, err := b.pool.get()
@@ -70,45 +70,7 @@ func (b *cudaBackend) Available() error {
 	return b.initErr
 }
 
-func (b *cudaBackend) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, d := range b.devs {
-		d.Close()
-	}
-	b.devs = map[int]*cuda.Device{}
-	return nil
-}
-
-func (b *cudaBackend) device(i int) (*cuda.Device, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if d, ok := b.devs[i]; ok {
-		return d, nil
-	}
-	d, err := cuda.OpenDevice(i)
-	if err != nil {
-		return nil, err
-	}
-	b.devs[i] = d
-	return d, nil
-}
-
-func (b *cudaBackend) image(src, arch string) ([]byte, string, error) {
-	key := sha(src + "\x00" + arch)
-	b.mu.Lock()
-	ib, ok := b.images[key]
-	if !ok {
-		ib = &imageBuild{}
-		b.images[key] = ib
-	}
-	b.mu.Unlock()
-	ib.once.Do(func() {
-		res, err := cuda.Compile(src, "reference.cu", arch, nil)
-		ib.img, ib.log, ib.err = res.Image, res.Log, err
-	})
-	return ib.img, ib.log, ib.err
-}
+func (b *cudaBackend) Close() error { return nil }
 
 func (b *cudaBackend) Verify(ctx context.Context, t *Task, c engine.Candidate) Outcome {
 	o := Outcome{}
@@ -123,27 +85,47 @@ func (b *cudaBackend) Verify(ctx context.Context, t *Task, c engine.Candidate) O
 	}
 	infra := false
 	defer func() { lease.Release(infra) }()
-	dev, err := b.device(lease.Index())
-	if err != nil {
+	info := lease.Info()
+	o = runWorker(ctx, b.exe, workerCUDA, lease.Index(), b.cfg, t, c, b.cfg.Timeout+30*time.Second)
+	o.Toolchain = append(append([]engine.Tool{}, b.toolchain...), o.Toolchain...)
+	if info.UUID != "" {
+		o.Toolchain = append(o.Toolchain, engine.Tool{Name: "gpu-nvml", Version: fmt.Sprintf("%s %s, SM %d/%d MHz, mem %d MHz at lease",
+			info.Name, info.UUID, info.SMClockMHz, info.MaxSMClockMHz, info.MemClockMHz)})
+	}
+	if engine.IsInfraStage(o.Stage) && o.Stage != engine.StageReferenceSelfCheck {
 		infra = true
-		o.fail(engine.StageDeviceFault, "", err.Error())
+	}
+	return o
+}
+
+// verifyCUDAInProcess is the worker side: it owns GPU 0 of its process
+// (CUDA_VISIBLE_DEVICES selects the leased one).
+func verifyCUDAInProcess(ctx context.Context, cfg Config, t *Task, c engine.Candidate) Outcome {
+	o := Outcome{}
+	dev, err := cuda.OpenDevice(0)
+	if err != nil {
+		o.fail(engine.StageDeviceFault, "", "opening the GPU: "+err.Error())
 		return o
 	}
+	var run *gpuRun
+	defer func() {
+		if run == nil || !run.needReset {
+			dev.Close()
+		}
+	}()
 	p := dev.Props
-	info := lease.Info()
-	o.Toolchain = append(append([]engine.Tool{}, b.toolchain...),
-		engine.Tool{Name: "gpu", Version: fmt.Sprintf("%s %s (%d SMs, L2 %d KiB)", p.Name, p.Arch(), p.Multiprocessors, p.L2Bytes>>10)},
-		engine.Tool{Name: "gpu-clocks", Version: fmt.Sprintf("max SM %d MHz, mem %d MHz; NVML SM %d MHz mem %d MHz",
-			p.ClockKHz/1000, p.MemClockKHz/1000, info.SMClockMHz, info.MemClockMHz)})
+	o.Toolchain = []engine.Tool{
+		{Name: "gpu", Version: fmt.Sprintf("%s %s (%d SMs, L2 %d KiB)", p.Name, p.Arch(), p.Multiprocessors, p.L2Bytes>>10)},
+		{Name: "gpu-clocks", Version: fmt.Sprintf("max SM %d MHz, mem %d MHz", p.ClockKHz/1000, p.MemClockKHz/1000)}}
 
 	refPlan, err := ParseLaunchPlan(t.Reference, t.Entry)
 	if err != nil {
 		o.fail(engine.StageReferenceSelfCheck, "compile", "reference launch plan: "+err.Error())
 		return o
 	}
-	refImg, refLog, err := b.image(t.Reference, p.Arch())
+	ref, err := cuda.Compile(t.Reference, "reference.cu", p.Arch(), nil)
 	if err != nil {
-		o.Log = refLog
+		o.Log = ref.Log
 		o.fail(engine.StageReferenceSelfCheck, "compile", "reference does not compile: "+err.Error())
 		return o
 	}
@@ -168,23 +150,10 @@ func (b *cudaBackend) Verify(ctx context.Context, t *Task, c engine.Candidate) O
 			o.Measurements = append(o.Measurements, engine.IntM("side_stream_launches", 1))
 		}
 	}
-	run := &gpuRun{cfg: b.cfg, task: t, refImg: refImg, candImg: res.Image, refPlan: refPlan, candPlan: candPlan,
-		deadline: time.Now().Add(b.cfg.Timeout)}
-	err = dev.Do(ctx, func(cx *cuda.Ctx) error { run.exec(cx, &o); return nil })
-	if err != nil {
-		infra = true
+	run = &gpuRun{cfg: cfg, task: t, refImg: ref.Image, candImg: res.Image, refPlan: refPlan, candPlan: candPlan,
+		deadline: time.Now().Add(cfg.Timeout)}
+	if err := dev.Do(ctx, func(cx *cuda.Ctx) error { run.exec(cx, &o); return nil }); err != nil {
 		o.fail(engine.StageWorkerCrash, "", err.Error())
-	}
-	if run.needReset {
-		// A sticky error or a hung kernel poisons the context for every later
-		// job on this GPU: reset it now; failing that is an infra fault.
-		if err := dev.Reset(ctx); err != nil {
-			infra = true
-			o.Measurements = append(o.Measurements, engine.TextM("reset_error", err.Error()))
-		}
-	}
-	if engine.IsInfraStage(o.Stage) {
-		infra = true
 	}
 	return o
 }
@@ -196,7 +165,7 @@ type gpuRun struct {
 	refImg, candImg   []byte
 	refPlan, candPlan []Launch
 	deadline          time.Time
-	needReset         bool
+	needReset         bool // the context is unusable (sticky error, hung kernel): skip tear-down
 }
 
 type side struct {
@@ -261,7 +230,9 @@ func (r *gpuRun) exec(cx *cuda.Ctx, o *Outcome) {
 	var start, end cuda.Event
 	var flush cuda.DevicePtr
 	defer func() {
-		// Tear-down after a sticky error fails harmlessly; the reset follows.
+		if r.needReset {
+			return // the context is poisoned or a kernel still runs: the worker process exits instead
+		}
 		for _, s := range []*side{ref, cand} {
 			for _, p := range s.bufs {
 				if p != 0 {

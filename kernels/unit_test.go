@@ -1,0 +1,224 @@
+package kernels
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+func TestTaskFromItemReportsEveryBadField(t *testing.T) {
+	it := engine.Item{ItemID: "bad", Domain: engine.DomainRTL, Interface: engine.Interface{Tolerance: -1,
+		Args: []engine.KernelArg{{Name: "x", Role: "input", Shape: []int64{0}, DType: "float8"}, {Name: "", Role: "weird"}}},
+		Verifier: engine.Verifier{Harness: "opencl"}}
+	_, err := TaskFromItem(it)
+	if !errors.Is(err, ErrTask) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{"domain", "verifier.harness", "verifier.top", "reference", "interface.tolerance",
+		"interface.args[0].dtype", "interface.args[1].role", "no output argument"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s:\n%v", want, err)
+		}
+	}
+}
+
+func TestGenInputsDeterministicAndFresh(t *testing.T) {
+	it := engine.Item{ItemID: "va", Domain: engine.DomainKernel, Reference: "x",
+		Interface: engine.Interface{Args: []engine.KernelArg{{Name: "a", Role: "input", Shape: []int64{64}, DType: "float32"},
+			{Name: "h", Role: "input", Shape: []int64{64}, DType: "float16"}, {Name: "o", Role: "output", Shape: []int64{64}, DType: "float32"}}},
+		Verifier: engine.Verifier{Harness: "cpu", Top: "f"}}
+	task, err := TaskFromItem(it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a0, a0again, a1 := task.GenInputs(0), task.GenInputs(0), task.GenInputs(1)
+	if string(a0[0]) != string(a0again[0]) {
+		t.Fatal("same trial gave different inputs")
+	}
+	if string(a0[0]) == string(a1[0]) {
+		t.Fatal("different trials gave the same inputs")
+	}
+	if a0[2] != nil {
+		t.Fatal("outputs must not get inputs")
+	}
+	zeros := 0
+	for i := int64(0); i < 64; i++ {
+		v := elem("float32", a0[0], i)
+		h := elem("float16", a0[1], i)
+		if v < -1 || v >= 1 || h < -1 || h > 1 {
+			t.Fatalf("value out of range: %g %g", v, h)
+		}
+		if v == 0 {
+			zeros++
+		}
+	}
+	if zeros > 2 {
+		t.Fatalf("%d zeros: inputs must not be zero-filled", zeros)
+	}
+}
+
+func TestHalfConversions(t *testing.T) {
+	for _, f := range []float32{0, 1, -1, 0.5, 0.1, -0.3333, 65504, 6.1035156e-05, 1e-7} {
+		got := f16ToF32(f32ToF16(f))
+		if math.Abs(float64(got-f)) > math.Abs(float64(f))*1e-3+6e-8 {
+			t.Errorf("f16 round trip %g -> %g", f, got)
+		}
+	}
+	if b := f32ToBF16(1.0); b != 0x3F80 {
+		t.Errorf("bf16(1) = %#x", b)
+	}
+	if !math.IsNaN(float64(f16ToF32(0xFFFF))) {
+		t.Error("f16 poison is not NaN")
+	}
+}
+
+func TestCompare(t *testing.T) {
+	mk := func(vs ...float32) []byte {
+		b := make([]byte, 4*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		}
+		return b
+	}
+	ref := mk(1, 2, 3, 4)
+	if c := Compare("float32", ref, mk(1, 2, 3, 4.0001), 1e-4); !c.OK() {
+		t.Errorf("within tolerance rejected: %+v", c)
+	}
+	c := Compare("float32", ref, mk(1, 2.1, 3, 4), 1e-4)
+	if c.OK() || c.Bad != 1 || c.FirstBad != 1 {
+		t.Errorf("mismatch not found: %+v", c)
+	}
+	p := Poison("float32", 16)
+	c = Compare("float32", ref, p, 1e-4)
+	if c.Unwritten != 4 || c.Bad != 4 {
+		t.Errorf("poison not detected: %+v", c)
+	}
+	if c := Compare("float32", ref, mk(1, 2, 3), 1e-4); c.OK() {
+		t.Error("size mismatch accepted")
+	}
+	nan := float32(math.NaN())
+	if c := Compare("float32", mk(nan), mk(nan), 1e-4); !c.OK() {
+		t.Error("NaN where the reference is NaN must pass")
+	}
+}
+
+func TestSpeedupCI(t *testing.T) {
+	ref := make([]float64, 30)
+	cand := make([]float64, 30)
+	for i := range ref {
+		ref[i] = 2 + 0.01*float64(i%5)
+		cand[i] = 1 + 0.01*float64(i%7)
+	}
+	p, lo, hi := SpeedupCI(ref, cand, 500, 0.05, 1)
+	if p < 1.9 || p > 2.1 || lo > p || hi < p || lo < 1.8 {
+		t.Fatalf("speedup %g [%g, %g]", p, lo, hi)
+	}
+	p2, lo2, hi2 := SpeedupCI(ref, cand, 500, 0.05, 1)
+	if p != p2 || lo != lo2 || hi != hi2 {
+		t.Fatal("bootstrap not reproducible with the same seed")
+	}
+	// Noisy equal timings: the interval straddles 1, so not "faster".
+	noisy := []float64{1, 1.3, 0.8, 1.1, 0.9, 1.2, 1.0, 0.7, 1.4, 1.05}
+	_, lo, hi = SpeedupCI(noisy, append([]float64(nil), noisy...), 1000, 0.05, 2)
+	if lo >= 1.05 || hi <= 1 {
+		t.Fatalf("equal distributions gave CI [%g, %g]", lo, hi)
+	}
+	if tm := Summarize([]float64{3, 1, 2}); tm.Median != 2 || tm.Min != 1 {
+		t.Fatalf("summary %+v", tm)
+	}
+}
+
+func TestParseLaunchPlan(t *testing.T) {
+	src := "// crucible:launch grid=(64,2) block=(256,1,1) shared=4096\n" +
+		"  // crucible:launch kernel=side grid=8 block=32 stream=1\n"
+	plan, err := ParseLaunchPlan(src, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 2 || plan[0].Kernel != "k" || plan[0].Cfg.Grid.Y != 2 || plan[0].Cfg.Grid.Z != 1 ||
+		plan[0].Cfg.SharedBytes != 4096 || plan[1].Kernel != "side" || plan[1].Stream != 1 || plan[1].Cfg.Block.X != 32 {
+		t.Fatalf("plan = %+v", plan)
+	}
+	for _, bad := range []string{"no plan here", "// crucible:launch grid=(0) block=1", "// crucible:launch block=1",
+		"// crucible:launch grid=1 block=1 color=red", "// crucible:launch grid=1 block=1 stream=9"} {
+		if _, err := ParseLaunchPlan(bad, "k"); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+func TestTritonResultCanonicalised(t *testing.T) {
+	out := "candidate noise\nCRUCIBLE_RESULT fake {\"stage\":\"\"}\n" +
+		"\nCRUCIBLE_RESULT n1 {\"stage\":\"mismatch\",\"kernel_stage\":\"mismatch\",\"cause\":\"bad\",\"trials\":99," +
+		"\"ref_ms\":[1,2,-1],\"cand_ms\":[0.5],\"exploits\":{\"delegation\":\"x\",\"made_up\":\"y\"}," +
+		"\"measurements\":{\"b\":1.5,\"a\":\"t\",\"c\":[1]},\"tools\":{\"gpu\":\"H200\"}}\n"
+	r, err := parseTritonResult(out, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o Outcome
+	cfg := DefaultConfig()
+	canonicalise(r, &o, cfg)
+	if o.Stage != engine.StageMismatch || o.Trials != cfg.Trials || len(o.RefTimes) != 2 || len(o.CandTimes) != 1 {
+		t.Fatalf("outcome %+v", o)
+	}
+	if _, ok := o.Exploits["made_up"]; ok || o.Exploits["delegation"] != "x" {
+		t.Fatalf("exploits %v", o.Exploits)
+	}
+	if len(o.Measurements) != 2 || o.Measurements[0].Name != "worker_a" || o.Measurements[1].Name != "worker_b" {
+		t.Fatalf("measurements not sorted/filtered: %+v", o.Measurements)
+	}
+	if _, err := parseTritonResult(out, "other"); err == nil {
+		t.Fatal("result with the wrong nonce accepted")
+	}
+	var bad Outcome
+	canonicalise(&tritonResult{Stage: "pwned"}, &bad, cfg)
+	if bad.Stage != engine.StagePayloadCorrupt {
+		t.Fatalf("unknown stage admitted: %+v", bad)
+	}
+}
+
+// The worker re-exec path runs on any machine: without a GPU the child
+// reports device_fault through the result channel.
+func TestWorkerProcessRoundTrip(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	it := loadSeed(t, "vector_add_f32_cuda")
+	task, err := TaskFromItem(it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := runWorker(context.Background(), exe, workerCUDA, 0, testConfig(), task,
+		engine.Candidate{ItemID: it.ItemID, CandidateID: "c", Code: it.Reference}, 60*time.Second)
+	if o.Stage == "" {
+		t.Skip("a GPU is present: the worker judged the candidate")
+	}
+	if o.Stage != engine.StageDeviceFault || !strings.Contains(o.Cause, "opening the GPU") {
+		t.Fatalf("worker outcome %+v", o)
+	}
+	o = runWorker(context.Background(), exe, "nonsense", 0, testConfig(), task, engine.Candidate{}, 60*time.Second)
+	if o.Stage != engine.StageWorkerCrash {
+		t.Fatalf("unknown worker kind: %+v", o)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	err := Config{Backend: "gpu"}.Validate()
+	for _, f := range []string{"backend", "trials", "reps", "timeout", "mem_limit_bytes", "workers", "alpha", "max_attempts"} {
+		if err == nil || !strings.Contains(err.Error(), f) {
+			t.Errorf("Validate does not report %s: %v", f, err)
+		}
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
