@@ -51,8 +51,6 @@ var (
 	reToken   = regexp.MustCompile("\\$[A-Za-z_][A-Za-z0-9_$]*|`[A-Za-z_][A-Za-z0-9_]*|[A-Za-z_][A-Za-z0-9_$]*")
 	reDecl    = regexp.MustCompile(`\b(module|macromodule|program|interface|package|primitive|class|checker)\s+(?:automatic\s+|static\s+)?\\?([A-Za-z_][A-Za-z0-9_$]*)`)
 	reTaskDef = regexp.MustCompile(`\b(task|function)\s+(?:automatic\s+|static\s+)?(?:[A-Za-z_][A-Za-z0-9_$]*(?:\s*\[[^\]]*\])*\s+)*?([A-Za-z_][A-Za-z0-9_$]*)\s*[(;]`)
-	reLabel   = regexp.MustCompile(`\b(?:begin|fork)\s*:\s*([A-Za-z_][A-Za-z0-9_$]*)`)
-	reInst    = regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_$]*)\s*(?:#\s*\([^;]*?\)\s*)?([A-Za-z_][A-Za-z0-9_$]*)\s*(?:\[[^\]]*\]\s*)?\(`)
 )
 
 func setOf(xs ...string) map[string]bool {
@@ -121,30 +119,91 @@ type harnessNames struct {
 
 func collectHarnessNames(trusted ...string) harnessNames {
 	h := harnessNames{units: map[string]bool{}, scopes: setOf("$root", "$unit"), tasks: map[string]bool{}}
-	for _, src := range trusted {
-		code := stripCommentsAndStrings(src)
-		for _, m := range reDecl.FindAllStringSubmatch(code, -1) {
-			h.units[m[2]] = true
-			h.scopes[m[2]] = true
-		}
-		for _, m := range reLabel.FindAllStringSubmatch(code, -1) {
-			h.scopes[m[1]] = true
-		}
-		for _, m := range reTaskDef.FindAllStringSubmatch(code, -1) {
-			h.tasks[m[2]] = true
-			h.scopes[m[2]] = true
+	type src struct {
+		code string
+		toks [][]int
+	}
+	var srcs []src
+	// One token scan per source instead of several backtracking regexps:
+	// this runs once per item and sits on the per-task path.
+	for _, t := range trusted {
+		code := stripCommentsAndStrings(t)
+		srcs = append(srcs, src{code, reToken.FindAllStringIndex(code, -1)})
+	}
+	for _, sr := range srcs {
+		code, toks := sr.code, sr.toks
+		word := func(i int) string { return code[toks[i][0]:toks[i][1]] }
+		for i := 0; i < len(toks); i++ {
+			switch word(i) {
+			case "module", "macromodule", "program", "interface", "package", "primitive", "class", "checker":
+				j := i + 1
+				for j < len(toks) && (word(j) == "automatic" || word(j) == "static") {
+					j++
+				}
+				if j < len(toks) {
+					h.units[word(j)] = true
+					h.scopes[word(j)] = true
+				}
+			case "begin", "fork":
+				if nextNonSpace(code, toks[i][1]) == ':' && i+1 < len(toks) {
+					h.scopes[word(i+1)] = true
+				}
+			case "task", "function":
+				// The name is the last identifier before the first '(' or ';'.
+				for j := i + 1; j < len(toks) && j < i+12; j++ {
+					if c := nextNonSpace(code, toks[j][1]); c == '(' || c == ';' {
+						h.tasks[word(j)] = true
+						h.scopes[word(j)] = true
+						break
+					}
+				}
+			}
 		}
 	}
-	// Instances: "<unit> [#(...)] <name> (" where <unit> is a known design unit.
-	for _, src := range trusted {
-		code := stripCommentsAndStrings(src)
-		for _, m := range reInst.FindAllStringSubmatch(code, -1) {
-			if h.units[m[1]] {
-				h.scopes[m[2]] = true
+	// Instances: "<unit> [#(...)] <name> [range] (".
+	for _, sr := range srcs {
+		code, toks := sr.code, sr.toks
+		for i := 0; i+1 < len(toks); i++ {
+			if !h.units[code[toks[i][0]:toks[i][1]]] {
+				continue
+			}
+			j := i + 1
+			if nextNonSpace(code, toks[i][1]) == '#' {
+				end := skipParens(code, toks[i][1])
+				for j < len(toks) && toks[j][0] < end {
+					j++
+				}
+			}
+			if j >= len(toks) {
+				continue
+			}
+			if c := nextNonSpace(code, toks[j][1]); c == '(' || c == '[' {
+				h.scopes[code[toks[j][0]:toks[j][1]]] = true
 			}
 		}
 	}
 	return h
+}
+
+// skipParens returns the offset just past the parenthesised group that
+// starts at the first '(' at or after i (len(s) if unbalanced).
+func skipParens(s string, i int) int {
+	for i < len(s) && s[i] != '(' {
+		i++
+	}
+	depth := 0
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return len(s)
 }
 
 // screenFinding is why a candidate was screened out.

@@ -1,0 +1,26 @@
+package rtl
+
+import "testing"
+
+// BenchmarkGoSideWork measures the verifier's in-process work per task
+// (contract, screening, harness rewrite) over the VerilogEval references,
+// excluding the simulator processes.
+func BenchmarkGoSideWork(b *testing.B) {
+	items := loadVerilogEval(b, "verilog-eval/spec-to-rtl.jsonl")
+	cands := selfCandidates(b, items)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k, it := range items {
+			c, err := ContractFor(it)
+			if err != nil {
+				b.Fatal(err)
+			}
+			a, _ := c.Assemble(cands[k].Code)
+			screen(a, 1<<20, c.names(), c.DUT())
+			if _, err := c.TrustedHarness(newSecret()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(items)), "us/task")
+}
