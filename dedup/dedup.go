@@ -40,8 +40,28 @@ type Source interface {
 	Scan(ctx context.Context, fn func(d Doc) error) error
 }
 
+// Fetcher is an optional Source extension: random access by input
+// position. Exact verification uses it to read back only the documents in
+// candidate pairs instead of rescanning the whole source.
+type Fetcher interface {
+	Fetch(ctx context.Context, idx []int32, fn func(i int32, d Doc) error) error
+}
+
 // SliceSource is an in-memory Source.
 type SliceSource []Doc
+
+// Fetch implements Fetcher.
+func (s SliceSource) Fetch(ctx context.Context, idx []int32, fn func(i int32, d Doc) error) error {
+	for _, i := range idx {
+		if int(i) >= len(s) {
+			return fmt.Errorf("%w: fetch %d of %d documents", ErrInput, i, len(s))
+		}
+		if err := fn(i, s[i]); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
 
 // Scan implements Source.
 func (s SliceSource) Scan(ctx context.Context, fn func(d Doc) error) error {
@@ -157,6 +177,41 @@ func (w *worker) shingleSet(cfg *Config, text string) []uint64 {
 	return slices.Clone(SortedSet(w.shingles))
 }
 
+// shingleSet32 is shingleSet truncated to the high 32 bits of each hash,
+// halving verification memory. Two distinct shingles of a ~400-shingle
+// pair collide with probability ~400²/2³² ≈ 4·10⁻⁵, so the Jaccard value
+// moves by far less than the estimator noise the exact check removes.
+func (w *worker) shingleSet32(cfg *Config, text string) []uint32 {
+	Tokenize(text, cfg.tokenizeOptions(), &w.tok)
+	w.shingles = AppendShingles(w.shingles[:0], &w.tok, cfg.Shingle, cfg.NGram, cfg.Seed)
+	out := make([]uint32, len(w.shingles))
+	for i, h := range w.shingles {
+		out[i] = uint32(h >> 32)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func jaccard32(a, b []uint32) float64 {
+	if len(a) == 0 && len(b) == 0 {
+		return 1
+	}
+	i, j, inter := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			inter++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return float64(inter) / float64(len(a)+len(b)-inter)
+}
+
 // index is the LSH backend: it receives signed documents in input order and
 // later reports candidate pairs.
 type index interface {
@@ -192,9 +247,9 @@ func Run(ctx context.Context, src Source, cfg Config, log *slog.Logger) (*Result
 	}
 	defer idx.close()
 
-	// Phase 1: sign in parallel batches, commit in input order.
+	// Phase 1: a reader goroutine fills batches (decoding is serial) while
+	// the previous batch is signed in parallel and committed in input order.
 	signer := Signer{K: cfg.NumPerm, Seed: cfg.Seed}
-	batch := make([]Doc, 0, cfg.BatchDocs)
 	outs := make([]signed, cfg.BatchDocs)
 	for i := range outs {
 		outs[i].sig = make([]uint64, cfg.NumPerm)
@@ -202,11 +257,8 @@ func Run(ctx context.Context, src Source, cfg Config, log *slog.Logger) (*Result
 	}
 	workers := make([]worker, cfg.Workers)
 	var tiers []uint8
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		g, _ := errgroup.WithContext(ctx)
+	process := func(batch []Doc) error {
+		var g errgroup.Group
 		chunk := (len(batch) + len(workers) - 1) / len(workers)
 		for w := range workers {
 			lo, hi := w*chunk, min((w+1)*chunk, len(batch))
@@ -220,11 +272,14 @@ func Run(ctx context.Context, src Source, cfg Config, log *slog.Logger) (*Result
 				return nil
 			})
 		}
-		if err := g.Wait(); err != nil {
-			return err
-		}
+		g.Wait()
 		for i := range batch {
+			if len(res.IDs) >= math.MaxInt32 {
+				return fmt.Errorf("%w: more than %d documents", ErrInput, math.MaxInt32)
+			}
 			doc := int32(len(res.IDs))
+			st.Docs++
+			st.Bytes += int64(len(batch[i].Text))
 			res.IDs = append(res.IDs, batch[i].ID)
 			tiers = append(tiers, batch[i].Tier)
 			res.exLo = append(res.exLo, outs[i].exLo)
@@ -236,25 +291,46 @@ func Run(ctx context.Context, src Source, cfg Config, log *slog.Logger) (*Result
 				return err
 			}
 		}
-		batch = batch[:0]
-		return ctx.Err()
+		return nil
 	}
-	err = src.Scan(ctx, func(d Doc) error {
-		if len(res.IDs)+len(batch) >= math.MaxInt32 {
-			return fmt.Errorf("%w: more than %d documents", ErrInput, math.MaxInt32)
+	batches := make(chan []Doc, 2)
+	pg, pctx := errgroup.WithContext(ctx)
+	pg.Go(func() error {
+		defer close(batches)
+		batch := make([]Doc, 0, cfg.BatchDocs)
+		send := func() error {
+			select {
+			case batches <- batch:
+				batch = make([]Doc, 0, cfg.BatchDocs)
+				return nil
+			case <-pctx.Done():
+				return pctx.Err()
+			}
 		}
-		st.Docs++
-		st.Bytes += int64(len(d.Text))
-		batch = append(batch, d)
-		if len(batch) == cap(batch) {
-			return flush()
+		err := src.Scan(pctx, func(d Doc) error {
+			batch = append(batch, d)
+			if len(batch) == cap(batch) {
+				return send()
+			}
+			return nil
+		})
+		if err == nil && len(batch) > 0 {
+			err = send()
+		}
+		return err
+	})
+	pg.Go(func() error {
+		for b := range batches {
+			if err := process(b); err != nil {
+				return err
+			}
+			if err := pctx.Err(); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
-	if err == nil {
-		err = flush()
-	}
-	if err != nil {
+	if err := pg.Wait(); err != nil {
 		return nil, err
 	}
 	st.SignTime = time.Since(start)
@@ -360,29 +436,44 @@ func Run(ctx context.Context, src Source, cfg Config, log *slog.Logger) (*Result
 // not to the corpus.
 func verifyExact(ctx context.Context, src Source, cfg *Config, stash []uint64, n int, uf *unionFind, st *Stats) error {
 	st.PrefilterPass = int64(len(stash))
-	need := map[int32][]uint64{}
+	need := map[int32][]uint32{}
 	for _, p := range stash {
 		need[int32(p>>32)] = nil
 		need[int32(uint32(p))] = nil
 	}
 	var w worker
-	i := int32(0)
-	err := src.Scan(ctx, func(d Doc) error {
-		if _, ok := need[i]; ok {
-			need[i] = w.shingleSet(cfg, d.Text)
+	if f, ok := src.(Fetcher); ok {
+		idx := make([]int32, 0, len(need))
+		for i := range need {
+			idx = append(idx, i)
 		}
-		i++
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if int(i) != n {
-		return fmt.Errorf("%w: source yielded %d documents on the verification scan, %d on the first", ErrInput, i, n)
+		slices.Sort(idx)
+		err := f.Fetch(ctx, idx, func(i int32, d Doc) error {
+			need[i] = w.shingleSet32(cfg, d.Text)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	} else {
+		i := int32(0)
+		err := src.Scan(ctx, func(d Doc) error {
+			if _, ok := need[i]; ok {
+				need[i] = w.shingleSet32(cfg, d.Text)
+			}
+			i++
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if int(i) != n {
+			return fmt.Errorf("%w: source yielded %d documents on the verification scan, %d on the first", ErrInput, i, n)
+		}
 	}
 	for _, p := range stash {
 		a, b := int32(p>>32), int32(uint32(p))
-		if ExactJaccard(need[a], need[b]) >= cfg.Threshold {
+		if jaccard32(need[a], need[b]) >= cfg.Threshold {
 			st.VerifiedPairs++
 			uf.union(a, b)
 		}

@@ -160,3 +160,19 @@ func (s *Synth) Planted(cfg Config) []PlantedPair {
 	}
 	return out
 }
+
+// Fetch implements Fetcher: documents are generated on demand.
+func (s *Synth) Fetch(ctx context.Context, idx []int32, fn func(i int32, d Doc) error) error {
+	for k, i := range idx {
+		if k%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if int(i) >= s.cfg.N {
+			return fmt.Errorf("%w: fetch %d of %d documents", ErrInput, i, s.cfg.N)
+		}
+		if err := fn(i, Doc{ID: s.ID(int(i)), Text: s.Text(int(i)), Tier: TierOther}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -54,15 +54,17 @@ func run(n, workers int, backend, verify string, perm int, threshold float64, ed
 	syn := dedup.NewSynth(sc)
 	cfg := dedup.DefaultConfig()
 	cfg.NumPerm, cfg.Threshold, cfg.Workers, cfg.Verify = perm, threshold, workers, verify
+	backends := []string{backend}
 	if backend == "" {
-		backend = dedup.BackendMemory
+		// Small corpora: compare both backends; large: disk only.
+		backends = []string{dedup.BackendDisk, dedup.BackendMemory}
 		if n > 100_000 {
-			backend = dedup.BackendDisk
+			backends = []string{dedup.BackendDisk}
 		}
 	}
-	cfg.Backend = backend
+	cfg.Backend = strings.Join(backends, "+")
 	fmt.Printf("workload: %d docs × ~%d words, %.0f%% planted near-dups (1–%d word edits), %d perms, word %d-grams, threshold %.2f, workers %d, backend %s, verify %s, GOMAXPROCS %d\n",
-		n, sc.DocWords, sc.DupFrac*100, editsMax, perm, cfg.NGram, threshold, workers, backend, verify, runtime.GOMAXPROCS(0))
+		n, sc.DocWords, sc.DupFrac*100, editsMax, perm, cfg.NGram, threshold, workers, cfg.Backend, verify, runtime.GOMAXPROCS(0))
 
 	// Small corpora are materialised so generation is not timed; large
 	// ones stream from the generator (generation cost included).
@@ -84,6 +86,17 @@ func run(n, workers int, backend, verify string, perm int, threshold float64, ed
 		fmt.Println("streaming corpus: generation time is included in end-to-end figures")
 	}
 
+	for _, b := range backends {
+		cfg.Backend = b
+		if err := endToEnd(ctx, syn, src, cfg, workers, eval); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("peak RSS (VmHWM): %s\n", peakRSS())
+	return nil
+}
+
+func endToEnd(ctx context.Context, syn *dedup.Synth, src dedup.Source, cfg dedup.Config, workers int, eval bool) error {
 	runtime.GC()
 	cpu0 := cpuTime()
 	t := time.Now()
@@ -94,8 +107,8 @@ func run(n, workers int, backend, verify string, perm int, threshold float64, ed
 	el := time.Since(t).Seconds()
 	cpu := cpuTime() - cpu0
 	st := res.Stats
-	fmt.Printf("end to end: %.2fs wall  %.0f docs/s  %.1f MB/s  (%.0f docs/s per worker); CPU %.2fs → %.0f docs per CPU-second\n",
-		el, float64(st.Docs)/el, float64(st.Bytes)/1e6/el, float64(st.Docs)/el/float64(workers), cpu, float64(st.Docs)/cpu)
+	fmt.Printf("end to end [%s backend]: %.2fs wall  %.0f docs/s  %.1f MB/s  (%.0f docs/s per worker); CPU %.2fs → %.0f docs per CPU-second\n",
+		cfg.Backend, el, float64(st.Docs)/el, float64(st.Bytes)/1e6/el, float64(st.Docs)/el/float64(workers), cpu, float64(st.Docs)/cpu)
 	fmt.Printf("  phases: sign+index %.2fs, candidates %.2fs, verify %.2fs; banding %v\n",
 		st.SignTime.Seconds(), st.LSHTime.Seconds(), st.VerifyTime.Seconds(), st.Bands)
 	fmt.Printf("  exact pairs %d, candidate pairs %d, prefilter pass %d, verified %d, clusters %d, removed %d, spilled %.1f MB\n",
@@ -103,7 +116,6 @@ func run(n, workers int, backend, verify string, perm int, threshold float64, ed
 	if eval {
 		evaluate(syn, res, cfg)
 	}
-	fmt.Printf("peak RSS (VmHWM): %s\n", peakRSS())
 	return nil
 }
 
