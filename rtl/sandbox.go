@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // capture keeps the head and the tail of a stream and counts the rest, so a
@@ -177,7 +179,20 @@ func runLimited(ctx context.Context, dir, prlimit string, lim Limits, timeout ti
 		onStart(cmd.Process.Pid)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() {
+		// Wait for the leader without reaping it: while it is a zombie its
+		// pid (and so the process-group id) cannot be reused, so killing the
+		// group can only reach processes this job started. Then reap.
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		done <- cmd.Wait()
+	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var waitErr error
@@ -192,8 +207,6 @@ func runLimited(ctx context.Context, dir, prlimit string, lim Limits, timeout ti
 		<-done
 		return res, ctx.Err()
 	}
-	// Reap any survivors of the group (a forked child that outlived its parent).
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	res.Wall = time.Since(start)
 	if ps := cmd.ProcessState; ps != nil {
 		res.CPU = ps.UserTime() + ps.SystemTime()
