@@ -97,14 +97,14 @@ func (g *gen) trajectory(i int64) pack.Trajectory {
 		pack.Message{Role: pack.RoleSystem, Content: "You are an expert hardware and GPU engineer. Think step by step, then answer with complete code."},
 		pack.Message{Role: pack.RoleUser, Content: g.text(g.logNormal(1200, 0.6, 200, 8000), proseMode) + "\n\n" + g.code(g.logNormal(800, 0.7, 100, 6000), kernel)})
 	rounds := 1 + g.r.IntN(4)
-	if g.r.IntN(10) == 0 {
-		rounds += 4 + g.r.IntN(8) // long agentic tail
+	if g.r.IntN(16) == 0 {
+		rounds += 3 + g.r.IntN(6) // long agentic tail
 	}
 	for k := 0; k < rounds; k++ {
 		t.Messages = append(t.Messages, pack.Message{
 			Role:      pack.RoleAssistant,
-			Reasoning: g.text(g.logNormal(2500, 0.8, 200, 20000), proseMode),
-			Content:   g.code(g.logNormal(2500, 0.8, 200, 20000), kernel),
+			Reasoning: g.text(g.logNormal(2500, 0.7, 200, 20000), proseMode),
+			Content:   g.code(g.logNormal(2500, 0.7, 200, 20000), kernel),
 		})
 		if k < rounds-1 || g.r.IntN(2) == 0 {
 			t.Messages = append(t.Messages, pack.Message{Role: pack.RoleEnvironment, Content: g.feedback(g.logNormal(1500, 1.0, 150, 20000), kernel)})

@@ -22,13 +22,13 @@ PIN() {
 }
 echo "cores: $(nproc)  $(grep -m1 'model name' /proc/cpuinfo)" | tee "$OUTDIR/machine.txt"
 free -g >> "$OUTDIR/machine.txt"
-start=$(date +%s.%N)
+SECONDS=0
 for i in $(seq 1 8); do
   PACKBENCH_CMD=gen PIN $((i+7)) "$T" --out /tmp/gen-$i.jsonl --bytes $((BYTES/8)) --seed $i > "$OUTDIR/gen-$i.txt" &
 done
 wait
 cat /tmp/gen-*.jsonl > /tmp/traj.jsonl && rm -f /tmp/gen-*.jsonl
-echo "generated in $(echo "$(date +%s.%N) - $start" | bc) s: $(ls -la /tmp/traj.jsonl)" | tee -a "$OUTDIR/machine.txt"
+echo "generated in ${SECONDS}s: $(ls -la /tmp/traj.jsonl)" | tee -a "$OUTDIR/machine.txt"
 # end to end on 2 cores
 ( PACKBENCH_CMD=run GOMAXPROCS=2 PIN 2,3 "$T" --in /tmp/traj.jsonl --out /tmp/packed --seq-len 32768 --audit \
     > "$OUTDIR/e2e.json" 2> "$OUTDIR/e2e.log"; echo "rc=$?" >> "$OUTDIR/e2e.log" ) &

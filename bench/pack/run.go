@@ -32,7 +32,7 @@ func PackRunMain(args []string) int {
 	fs.IntVar(&cfg.Workers, "workers", 0, "tokenising goroutines (0: GOMAXPROCS)")
 	audit := fs.Bool("audit", false, "audit the output afterwards (timed separately)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the pack run here")
-	memLimit := fs.Int64("mem-limit-mib", 3200, "soft Go memory limit unless GOMEMLIMIT is set (0: none)")
+	memLimit := fs.Int64("mem-limit-mib", 0, "soft Go memory limit unless GOMEMLIMIT is set (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -40,6 +40,7 @@ func PackRunMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "packrun: --in and --out are required")
 		return 2
 	}
+	pack.TuneGC()
 	if os.Getenv("GOMEMLIMIT") == "" && *memLimit > 0 {
 		// collect before the heap doubles past the RSS target
 		debug.SetMemoryLimit(*memLimit << 20)

@@ -82,6 +82,7 @@ func runPack(ctx context.Context, o PackOptions) error {
 		}
 		cfg.Template = &tm
 	}
+	pack.TuneGC()
 	m, err := pack.Run(ctx, cfg, inputs, o.Out, slog.Default())
 	if err != nil {
 		return err
@@ -187,6 +188,7 @@ func runPackAudit(ctx context.Context, o PackAuditOptions) error {
 	if err != nil {
 		return err
 	}
+	pack.TuneGC()
 	rep, err := pack.Audit(ctx, inputs, o.Packed, o.Workers, slog.Default())
 	if rep != nil {
 		fmt.Fprintf(o.Stdout, "audit: %d rows, %d samples and %d tokens recovered, %d dropped accounted, %d rejected; %d problems\n",

@@ -8,7 +8,9 @@ package pack
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/crucible-data/crucible/engine"
@@ -46,9 +48,12 @@ type Config struct {
 }
 
 // DefaultConfig: cl100k_base, B = 32768, Megatron layout, best-fit
-// decreasing, seed 0, ChatML with <think>.
+// decreasing, seed 0, ChatML with <think>, 16 MiB row groups (about 100
+// rows of 32k tokens: small enough that Parquet's per-row-group encoding
+// buffers stay far below the token store, large enough for fast scans).
 func DefaultConfig() Config {
-	return Config{Tokenizer: "cl100k_base", SeqLen: 32768, Layout: LayoutMegatron, Algorithm: AlgoBestFitDecreasing}
+	return Config{Tokenizer: "cl100k_base", SeqLen: 32768, Layout: LayoutMegatron, Algorithm: AlgoBestFitDecreasing,
+		RowGroupBytes: 16 << 20}
 }
 
 // Validate reports every bad field at once.
@@ -99,4 +104,15 @@ func (c Config) workers() int {
 		return c.Workers
 	}
 	return runtime.GOMAXPROCS(0)
+}
+
+// TuneGC lowers the garbage collector's headroom for a pack run unless GOGC
+// is set: almost all live memory is the pointer-free token store, which the
+// collector never scans, so collecting at 25% growth instead of 100% costs
+// little CPU and keeps peak RSS near the live size (540M tokens: ~2 GiB live).
+// Commands call it; the library never changes process-wide settings itself.
+func TuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(25)
+	}
 }
