@@ -276,3 +276,38 @@ func TestDiskLookupMatchesMemory(t *testing.T) {
 		}
 	}
 }
+
+var pyIdentRe = regexp.MustCompile(`(^|[^.\w])([A-Za-z_][A-Za-z0-9_]*)`)
+
+// TestDisguisedKernelBenchItemCaught renames the variables of a KernelBench
+// program (API names after '.' stay: they are the task), rewrites comments
+// and docstrings and checks it is still caught.
+func TestDisguisedKernelBenchItemCaught(t *testing.T) {
+	ds := datasets(t)
+	suite := readAll(t, filepath.Join(ds, "kernelbench", "level2.jsonl"), "id", "code")
+	ix := benchIndex(t, DefaultConfig(), "kernelbench-level2", suite)
+	orig := suite[7]
+	src := orig.Fields[0].Text
+	names := map[string]string{}
+	renamed := pyIdentRe.ReplaceAllStringFunc(src, func(m string) string {
+		sub := pyIdentRe.FindStringSubmatch(m)
+		w := sub[2]
+		if keywords[strings.ToLower(w)] {
+			return m
+		}
+		if _, ok := names[w]; !ok {
+			names[w] = "v" + strings.Repeat("q", len(names)%7) + string(rune('a'+len(names)%26))
+		}
+		return sub[1] + names[w]
+	})
+	renamed = strings.ReplaceAll(renamed, "\n", "  # rewritten\n")
+	doc := dedup.Record{ID: "kernel-rewrite", Fields: []dedup.Field{{Name: "reference", Text: renamed}}}
+	ms, _ := check(t, ix, RecordSlice{doc})
+	for _, m := range ms {
+		if m.BenchmarkID == orig.ID && m.Contaminated {
+			t.Logf("caught via %s: score %.2f (lex %.2f struct %.2f minhash %.2f)", m.Method, m.Score, m.LexicalOverlap, m.StructuralOverlap, m.MinhashSimilarity)
+			return
+		}
+	}
+	t.Fatalf("renamed %s not caught; matches %+v", orig.ID, ms)
+}

@@ -328,7 +328,10 @@ func (m *Matcher) Match(queryID, queryField, text string) ([]Match, error) {
 			mt.Method, mt.MatchedNgrams, mt.BenchmarkNgrams, mt.OverlapRatio = "structural", count[1], bench[1], mt.StructuralOverlap
 		}
 		mt.Score = mt.OverlapRatio
-		if sim > mt.Score {
+		// MinHash similarity counts once it reaches its own threshold: below
+		// it, structurally similar programs of one benchmark family (same
+		// boilerplate, different operator) would score as contamination.
+		if sim >= cfg.MinHashThreshold && sim > mt.Score {
 			mt.Score, mt.Method = sim, "minhash"
 		}
 		if mt.Score < cfg.ReportMin {
