@@ -58,6 +58,14 @@ func TestPackAndAuditCommands(t *testing.T) {
 		if !strings.Contains(stdout.String(), "0 problems") {
 			t.Errorf("audit output: %s", stdout.String())
 		}
+		// the output directory carries an engine manifest, so inspect groups it by kind
+		var insp bytes.Buffer
+		if err := runInspect(context.Background(), InspectOptions{Path: out + layout, Samples: 1, MaxText: 40, Out: &insp}); err != nil {
+			t.Fatalf("inspect: %v", err)
+		}
+		if !strings.Contains(insp.String(), "input_ids") || !strings.Contains(insp.String(), "stage pack") {
+			t.Errorf("inspect output:\n%s", insp.String())
+		}
 	}
 	// a discrepancy exits with the findings code: drop the first packed row
 	m, err := engine.ReadRows[pack.MegatronRow](filepath.Join(out+"megatron", "packed-00000.parquet"))

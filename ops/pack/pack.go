@@ -127,9 +127,32 @@ func run(ctx context.Context, cfg Config, inputs []string, out target, log *slog
 		return nil, err
 	}
 	t0 := time.Now()
+	// Fingerprint the inputs for the manifest alongside tokenising (a
+	// stage's inputs are fingerprinted by the runner instead).
+	var refs []engine.InputRef
+	var hashErr error
+	hashed := make(chan struct{})
+	go func() {
+		defer close(hashed)
+		if out.sc != nil {
+			return
+		}
+		for _, p := range inputs {
+			h, err := engine.HashFile(p)
+			if err != nil {
+				hashErr = err
+				return
+			}
+			refs = append(refs, engine.InputRef{Kind: "file", Path: p, SHA256: h})
+		}
+	}()
 	c, err := loadCorpus(ctx, inputs, r, cfg.SeqLen, cfg.workers())
+	<-hashed
 	if err != nil {
 		return nil, err
+	}
+	if hashErr != nil {
+		return nil, hashErr
 	}
 	m := &Manifest{Version: 1, Layout: cfg.Layout, Algorithm: cfg.Algorithm, SeqLen: cfg.SeqLen, Seed: cfg.Seed,
 		Tokenizer: TokenizerInfo{Spec: cfg.Tokenizer, ID: tok.ID(), FileHash: tok.FileHash(), VocabSize: tok.VocabSize(),
@@ -169,6 +192,18 @@ func run(ctx context.Context, cfg Config, inputs []string, out target, log *slog
 	}
 	if err := engine.WriteFileAtomic(filepath.Join(dir, ManifestFile), append(data, '\n')); err != nil {
 		return nil, err
+	}
+	if out.sc == nil {
+		// the engine's own manifest too, so `crucible inspect` and
+		// downstream tools see the output like any stage's
+		cfgJSON, _ := json.Marshal(cfg)
+		em := &engine.Manifest{Version: engine.ManifestVersion, Stage: "pack", Type: "pack", ConfigHash: engine.HashString(string(cfgJSON)),
+			Inputs: refs, Shards: shards, Counts: map[string]int64{
+				"samples_in": m.Counts.SamplesIn, "packed": m.Counts.Packed, "dropped_too_long": m.Counts.Dropped,
+				"rejected": m.Counts.Rejected, "rows": m.Counts.Rows, "tokens_packed": m.Counts.TokensPacked}}
+		if err := engine.WriteManifest(dir, engine.ManifestName(engine.Shard{}), em); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }
