@@ -1,0 +1,422 @@
+// Package evolve derives new tasks from seed tasks. A seed is routed by its
+// contract state: a verified reference goes to contract-bound mutation (an
+// operator changes the reference; instruction and verifier are derived from
+// the same declared change) and to solution-first reconstruction (a new
+// specification from the verified implementation, behaviour and verifier
+// kept); a specification-only seed goes to instruction-first evolution.
+// Every derived item records its route, operator, parent and lineage root.
+// Whether a derived item is admitted is decided by the gates (ops/gates).
+package evolve
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/ops/evolve/textgen"
+	"github.com/crucible-data/crucible/ops/evolve/vlog"
+	"github.com/crucible-data/crucible/rtl"
+)
+
+// ErrConfig wraps configuration errors.
+var ErrConfig = errors.New("evolve config")
+
+// Operator name of solution-first and instruction-first items.
+const (
+	OpRespecify = "respecify"
+	OpReword    = "reword"
+)
+
+// Config configures evolution.
+type Config struct {
+	Operators        []string `yaml:"operators"`         // mutation operators (default: every non-control one)
+	SolutionFirst    bool     `yaml:"solution_first"`    // emit a re-specified item per verified seed
+	InstructionFirst bool     `yaml:"instruction_first"` // evolve specification-only seeds
+	// VerifyReferences self-checks references whose status is not yet
+	// verified (unverified seeds straight from ingest); failing ones are
+	// not evolved. Off, only reference_status "verified" counts.
+	VerifyReferences bool               `yaml:"verify_references"`
+	TBCycles         int                `yaml:"tb_cycles"` // cycles of each generated differential testbench
+	Seed             int32              `yaml:"seed"`      // mixed into every testbench seed
+	Workers          int                `yaml:"workers"`   // concurrent seeds (0 = all cores)
+	Generator        string             `yaml:"generator"` // template | chat
+	Chat             textgen.ChatConfig `yaml:"chat"`
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{Operators: DefaultOperatorNames(), SolutionFirst: true, InstructionFirst: true, VerifyReferences: true,
+		TBCycles: 200, Seed: 1, Generator: "template", Chat: textgen.DefaultChatConfig()}
+}
+
+// Validate reports every bad field.
+func (c Config) Validate() error {
+	var bad []string
+	if len(c.Operators) == 0 && !c.SolutionFirst {
+		bad = append(bad, "operators is empty and solution_first is off: nothing to do")
+	}
+	seen := map[string]bool{}
+	for _, n := range c.Operators {
+		if _, ok := OperatorByName(n); !ok {
+			bad = append(bad, fmt.Sprintf("operators: unknown operator %q", n))
+		}
+		if seen[n] {
+			bad = append(bad, fmt.Sprintf("operators: %q listed twice", n))
+		}
+		seen[n] = true
+	}
+	if c.TBCycles < 10 || c.TBCycles > 100000 {
+		bad = append(bad, fmt.Sprintf("tb_cycles %d (want 10..100000)", c.TBCycles))
+	}
+	if c.Workers < 0 {
+		bad = append(bad, "workers must be >= 0")
+	}
+	switch c.Generator {
+	case "template":
+	case "chat":
+		if err := c.Chat.Validate(); err != nil {
+			bad = append(bad, "chat: "+err.Error())
+		}
+	default:
+		bad = append(bad, fmt.Sprintf("generator %q (want template or chat)", c.Generator))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: %s", ErrConfig, strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// Result is what Evolve produced.
+type Result struct {
+	Candidates []engine.Item
+	Counts     map[string]int64   // funnel counters: seeds, candidates, candidates.<op>, skipped.<why>, not_applicable.<op>
+	Skipped    []engine.Rejection // seeds that could not be evolved and why (data, not errors)
+}
+
+// Evolver derives candidate items from seeds.
+type Evolver struct {
+	cfg Config
+	gen textgen.Generator
+	ver *rtl.Verifier
+	log *slog.Logger
+	ops []Operator
+}
+
+// New builds an Evolver. ver may be nil when VerifyReferences is off.
+func New(cfg Config, gen textgen.Generator, ver *rtl.Verifier, log *slog.Logger) (*Evolver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if gen == nil {
+		gen = textgen.Template{}
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = runtime.NumCPU()
+	}
+	e := &Evolver{cfg: cfg, gen: gen, ver: ver, log: log}
+	for _, n := range cfg.Operators {
+		op, _ := OperatorByName(n)
+		e.ops = append(e.ops, op)
+	}
+	return e, nil
+}
+
+// Route names the route a seed takes ("" when it cannot be evolved).
+func Route(it engine.Item) string {
+	switch {
+	case strings.TrimSpace(it.Reference) == "":
+		return engine.RouteInstructionFirst
+	case it.ReferenceStatus == engine.RefVerified:
+		return engine.RouteContractMutation
+	}
+	return ""
+}
+
+type seedOut struct {
+	cands   []engine.Item
+	skipped []engine.Rejection
+	counts  map[string]int64
+}
+
+// Evolve derives candidates from every seed; output order is seed order,
+// then operator order, so runs are deterministic.
+func (e *Evolver) Evolve(ctx context.Context, seeds []engine.Item) (*Result, error) {
+	if e.cfg.VerifyReferences {
+		if err := e.verifyReferences(ctx, seeds); err != nil {
+			return nil, err
+		}
+	}
+	outs := make([]seedOut, len(seeds))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(e.cfg.Workers)
+	for i := range seeds {
+		g.Go(func() error {
+			o, err := e.evolveSeed(gctx, seeds[i])
+			outs[i] = o
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	res := &Result{Counts: map[string]int64{"seeds": int64(len(seeds))}}
+	for _, o := range outs {
+		res.Candidates = append(res.Candidates, o.cands...)
+		res.Skipped = append(res.Skipped, o.skipped...)
+		for k, v := range o.counts {
+			res.Counts[k] += v
+		}
+	}
+	res.Counts["candidates"] = int64(len(res.Candidates))
+	return res, nil
+}
+
+// verifyReferences self-checks RTL references that are not verified yet and
+// sets reference_status on the seeds (in place).
+func (e *Evolver) verifyReferences(ctx context.Context, seeds []engine.Item) error {
+	var idx []int
+	var todo []engine.Item
+	for i, s := range seeds {
+		if s.Domain == engine.DomainRTL && strings.TrimSpace(s.Reference) != "" && s.ReferenceStatus != engine.RefVerified {
+			idx = append(idx, i)
+			todo = append(todo, s)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if e.ver == nil {
+		return fmt.Errorf("%w: verify_references is on but no RTL verifier was given", ErrConfig)
+	}
+	evs, err := e.ver.VerifyReferences(ctx, todo)
+	if err != nil {
+		return err
+	}
+	for k, ev := range evs {
+		switch {
+		case ev.Status == engine.StatusPass:
+			seeds[idx[k]].ReferenceStatus = engine.RefVerified
+		case ev.FailureStage == engine.StageReferenceSelfCheck:
+			seeds[idx[k]].ReferenceStatus = engine.RefFailed
+		default:
+			seeds[idx[k]].ReferenceStatus = engine.RefUnjudged
+		}
+	}
+	return nil
+}
+
+func skip(it engine.Item, reason, detail string) engine.Rejection {
+	return engine.Rejection{ItemID: it.ItemID, Stage: "evolve", Gate: "route", Reason: reason, Detail: detail}
+}
+
+func (e *Evolver) evolveSeed(ctx context.Context, seed engine.Item) (seedOut, error) {
+	o := seedOut{counts: map[string]int64{}}
+	if seed.Domain != engine.DomainRTL {
+		o.counts["skipped.domain_"+seed.Domain]++
+		o.skipped = append(o.skipped, skip(seed, "unsupported_domain", "no "+seed.Domain+" operators in this build (kernel operators need a kernel backend)"))
+		return o, nil
+	}
+	route := Route(seed)
+	switch route {
+	case "":
+		o.counts["skipped.reference_"+seed.ReferenceStatus]++
+		o.skipped = append(o.skipped, skip(seed, "reference_not_verified", "reference_status "+seed.ReferenceStatus))
+		return o, nil
+	case engine.RouteInstructionFirst:
+		if !e.cfg.InstructionFirst {
+			return o, nil
+		}
+		it, err := e.instructionFirst(ctx, seed)
+		if err != nil {
+			if ctx.Err() != nil {
+				return o, ctx.Err()
+			}
+			o.counts["skipped.generator"]++
+			o.skipped = append(o.skipped, skip(seed, "generator_failed", err.Error()))
+			return o, nil
+		}
+		o.cands = append(o.cands, it)
+		o.counts["candidates."+OpReword]++
+		return o, nil
+	}
+	parentIface, err := rtl.ExtractInterface(ctx, seed.Reference, rtl.RefModuleName)
+	if err != nil {
+		if ctx.Err() != nil {
+			return o, ctx.Err()
+		}
+		o.counts["skipped.extract"]++
+		o.skipped = append(o.skipped, skip(seed, "interface_extraction_failed", err.Error()))
+		return o, nil
+	}
+	d, err := vlog.Parse(seed.Reference, rtl.RefModuleName)
+	if err != nil {
+		o.counts["skipped.parse"]++
+		o.skipped = append(o.skipped, skip(seed, "parse_failed", err.Error()))
+		return o, nil
+	}
+	if e.cfg.SolutionFirst {
+		it, err := e.solutionFirst(ctx, seed, parentIface)
+		if err != nil {
+			if ctx.Err() != nil {
+				return o, ctx.Err()
+			}
+			o.counts["generator_failed."+OpRespecify]++
+		} else {
+			o.cands = append(o.cands, it)
+			o.counts["candidates."+OpRespecify]++
+		}
+	}
+	for _, op := range e.ops {
+		m, err := op.Apply(d, parentIface)
+		if errors.Is(err, ErrNotApplicable) {
+			o.counts["not_applicable."+op.Name]++
+			continue
+		}
+		if err != nil {
+			o.counts["operator_error."+op.Name]++
+			e.log.Warn("evolve: operator failed", "seed", seed.ItemID, "operator", op.Name, "err", err)
+			continue
+		}
+		it, err := e.mutationItem(ctx, seed, parentIface, op, m)
+		if err != nil {
+			if ctx.Err() != nil {
+				return o, ctx.Err()
+			}
+			o.counts["derive_failed."+op.Name]++
+			e.log.Warn("evolve: deriving the item failed", "seed", seed.ItemID, "operator", op.Name, "err", err)
+			continue
+		}
+		o.cands = append(o.cands, it)
+		o.counts["candidates."+op.Name]++
+	}
+	return o, nil
+}
+
+// DerivedID is the id of a derived item: parent id, "~", operator.
+func DerivedID(parent, op string) string { return parent + "~" + op }
+
+func lineage(p engine.Item) string {
+	if p.LineageID != "" {
+		return p.LineageID
+	}
+	return p.ItemID
+}
+
+// TBSeed is the seed of a derived item's generated testbench: a hash of the
+// item id and the configured seed, so every item gets its own stimulus and
+// reruns get the same one.
+func TBSeed(itemID string, seed int32) int32 {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%d/%s", seed, itemID)))
+	return int32(binary.BigEndian.Uint32(h[:4]) & 0x7fffffff)
+}
+
+func shaHex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+func (e *Evolver) derived(parent engine.Item, route, op string) engine.Item {
+	return engine.Item{ItemID: DerivedID(parent.ItemID, op), ParentID: parent.ItemID, LineageID: lineage(parent),
+		Domain: parent.Domain, Family: parent.Family, Route: route, Operator: op,
+		ReferenceStatus: engine.RefUnverified, Difficulty: parent.Difficulty,
+		Provenance: engine.Provenance{Source: "crucible/evolve:" + op + " from " + parent.ItemID, License: parent.Provenance.License,
+			IngestTime: time.Unix(0, 0).UTC()}}
+}
+
+func seal(it *engine.Item) {
+	it.Provenance.InstructionSHA256 = shaHex(it.Instruction)
+	it.Provenance.ReferenceSHA256 = shaHex(it.Reference)
+	it.Provenance.VerifierSHA256 = shaHex(it.Verifier.Harness)
+}
+
+// mutationItem builds the derived task: the mutated reference, an
+// instruction from the parent's plus the declared change, and a generated
+// differential testbench over the declared (mutated) interface with the
+// mutated reference as its golden model.
+func (e *Evolver) mutationItem(ctx context.Context, parent engine.Item, parentIface engine.Interface, op Operator, m Mutation) (engine.Item, error) {
+	it := e.derived(parent, engine.RouteContractMutation, op.Name)
+	iface := m.Interface
+	iface.Top = rtl.DefaultDUTName
+	opts := rtl.DefaultTBOptions()
+	opts.Cycles, opts.Seed = e.cfg.TBCycles, TBSeed(it.ItemID, e.cfg.Seed)
+	tb, err := rtl.GenerateDifferentialTB(iface, opts)
+	if err != nil {
+		return it, fmt.Errorf("testbench: %w", err)
+	}
+	resp, err := e.gen.Generate(ctx, textgen.Request{Role: textgen.RoleProposal, ItemID: it.ItemID, Family: parent.Family,
+		ParentInstruction: parent.Instruction, Change: m.Change, Interface: iface, InterfaceChanged: !SamePorts(parentIface, m.Interface)})
+	if err != nil {
+		return it, err
+	}
+	it.Instruction, it.Interface, it.Reference = resp.Text, iface, m.Source
+	it.Verifier = engine.Verifier{Kind: engine.VerifierDifferential, Harness: tb, Top: opts.Top}
+	seal(&it)
+	return it, nil
+}
+
+// solutionFirst re-specifies a verified implementation: interface and
+// clock/reset contract from extraction, behaviour from the generator;
+// reference and verifier are the parent's.
+func (e *Evolver) solutionFirst(ctx context.Context, parent engine.Item, parentIface engine.Interface) (engine.Item, error) {
+	it := e.derived(parent, engine.RouteSolutionFirst, OpRespecify)
+	iface := parentIface
+	iface.Top = rtl.DefaultDUTName
+	resp, err := e.gen.Generate(ctx, textgen.Request{Role: textgen.RoleSpecification, ItemID: it.ItemID, Family: parent.Family,
+		ParentInstruction: parent.Instruction, Interface: iface})
+	if err != nil {
+		return it, err
+	}
+	it.Instruction, it.Interface, it.Reference, it.Verifier = resp.Text, iface, parent.Reference, parent.Verifier
+	seal(&it)
+	return it, nil
+}
+
+// instructionFirst evolves a specification-only seed: a proposal rewrites
+// the instruction, and the implementation role is asked for a reference.
+// The template generator cannot write one, so the item leaves with an
+// empty reference and the gates reject it (no_reference) unless a model is
+// configured.
+func (e *Evolver) instructionFirst(ctx context.Context, parent engine.Item) (engine.Item, error) {
+	it := e.derived(parent, engine.RouteInstructionFirst, OpReword)
+	resp, err := e.gen.Generate(ctx, textgen.Request{Role: textgen.RoleProposal, ItemID: it.ItemID, Family: parent.Family,
+		ParentInstruction: parent.Instruction, Change: "Restate the task for a fresh implementation; the behaviour is unchanged.", Interface: parent.Interface})
+	if err != nil {
+		return it, err
+	}
+	it.Instruction, it.Interface, it.Verifier = resp.Text, parent.Interface, parent.Verifier
+	impl, err := e.gen.Generate(ctx, textgen.Request{Role: textgen.RoleImplementation, ItemID: it.ItemID, ParentInstruction: it.Instruction, Interface: parent.Interface})
+	if err == nil {
+		it.Reference = extractCode(impl.Text)
+	} else if !errors.Is(err, textgen.ErrUnsupported) {
+		return it, err
+	}
+	seal(&it)
+	return it, nil
+}
+
+// extractCode takes the first fenced code block of a model answer, or the whole text.
+func extractCode(s string) string {
+	if i := strings.Index(s, "```"); i >= 0 {
+		rest := s[i+3:]
+		if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
+			rest = rest[nl+1:]
+		}
+		if j := strings.Index(rest, "```"); j >= 0 {
+			return rest[:j]
+		}
+	}
+	return s
+}
