@@ -157,6 +157,9 @@ func (ti *tokenInfo) appendGrams(dst []gram, L int, minFixedFrac float64) []gram
 }
 
 // structuralShingles returns the hashes of structural k-grams for MinHash.
+// Windows made only of identifier placeholders are skipped: they carry no
+// structure (prose turns entirely into placeholders) and would make every
+// prose text look alike.
 func (ti *tokenInfo) structuralShingles(dst []uint64, k int) []uint64 {
 	n := len(ti.str)
 	if n == 0 {
@@ -165,8 +168,22 @@ func (ti *tokenInfo) structuralShingles(dst []uint64, k int) []uint64 {
 	if n < k {
 		return append(dst, gramHash(ti.str, 2))
 	}
+	fixed := 0
+	for i := range k - 1 {
+		if ti.fixed[i] {
+			fixed++
+		}
+	}
 	for i := 0; i+k <= n; i++ {
-		dst = append(dst, gramHash(ti.str[i:i+k], 2))
+		if ti.fixed[i+k-1] {
+			fixed++
+		}
+		if fixed > 0 {
+			dst = append(dst, gramHash(ti.str[i:i+k], 2))
+		}
+		if ti.fixed[i] {
+			fixed--
+		}
 	}
 	return dst
 }

@@ -31,7 +31,22 @@ type Index struct {
 	recs    []byte   // loaded gram records
 	gramF   *os.File
 	fences  []uint64 // first key of every fenceEvery-th record (disk mode)
+	prefix  []int32  // loaded mode: first record whose key's top 16 bits ≥ p, p = 0..65536
 	nrec    int64
+}
+
+// buildPrefix indexes loaded records by the top 16 bits of their key, so a
+// lookup binary-searches a handful of records instead of the whole file.
+func (ix *Index) buildPrefix() {
+	n := len(ix.recs) / 16
+	ix.prefix = make([]int32, 1<<16+1)
+	r := 0
+	for p := 0; p <= 1<<16; p++ {
+		for r < n && binary.LittleEndian.Uint64(ix.recs[16*r:])>>48 < uint64(p) {
+			r++
+		}
+		ix.prefix[p] = int32(r)
+	}
 }
 
 // Open loads an index directory written by Builder.
@@ -97,6 +112,7 @@ func Open(dir string) (*Index, error) {
 		if ix.recs, err = os.ReadFile(gp); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInput, err)
 		}
+		ix.buildPrefix()
 		return ix, nil
 	}
 	if ix.gramF, err = os.Open(gp); err != nil {
@@ -141,8 +157,8 @@ func (ix *Index) lookup(key uint64, buf *[]byte, fn func(entry int32, tag uint32
 		return true
 	}
 	if ix.recs != nil {
-		n := len(ix.recs) / 16
-		i := sort.Search(n, func(i int) bool { return binary.LittleEndian.Uint64(ix.recs[16*i:]) >= key })
+		lo, hi := int(ix.prefix[key>>48]), int(ix.prefix[key>>48+1])
+		i := lo + sort.Search(hi-lo, func(i int) bool { return binary.LittleEndian.Uint64(ix.recs[16*(lo+i):]) >= key })
 		scan(ix.recs[16*i:])
 		return nil
 	}

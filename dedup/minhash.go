@@ -102,44 +102,42 @@ func (s Signer) Sign(shingles []uint64, dst []uint64) []uint64 {
 	return dst
 }
 
-// densify fills empty bins by optimal densification.
+// densify fills empty bins by optimal densification. Only originally
+// non-empty bins are borrowed from (a bitmap records them), so the result
+// does not depend on fill order. Expected probes per empty bin are K/m for
+// m non-empty bins.
 func (s Signer) densify(sig []uint64) {
 	k := uint64(len(sig))
-	var stack [256]int
-	empty := stack[:0]
+	var stack [16]uint64
+	full := stack[:0]
+	if words := (len(sig) + 63) / 64; words <= len(stack) {
+		full = stack[:words]
+	} else {
+		full = make([]uint64, words)
+	}
+	empty := 0
 	for i, v := range sig {
-		if v == emptyBin {
-			empty = append(empty, i)
+		if v != emptyBin {
+			full[i/64] |= 1 << (i % 64)
+		} else {
+			empty++
 		}
 	}
-	if len(empty) == 0 || len(empty) == len(sig) {
+	if empty == 0 || empty == len(sig) {
 		return
 	}
-	for _, i := range empty {
+	for i, v := range sig {
+		if v != emptyBin || full[i/64]&(1<<(i%64)) != 0 {
+			continue
+		}
 		for attempt := uint64(1); ; attempt++ {
 			j, _ := bits.Mul64(mix64(s.Seed^(uint64(i)<<32|attempt)^0x9e3779b97f4a7c15), k)
-			if v := sig[j]; v != emptyBin && !isEmptyOrig(j, empty) {
-				sig[i] = v
+			if full[j/64]&(1<<(j%64)) != 0 {
+				sig[i] = sig[j]
 				break
 			}
 		}
 	}
-}
-
-// isEmptyOrig reports whether bin j was empty before densification; a bin
-// already filled by borrowing must not be borrowed from again, or the
-// probe would no longer be independent of the fill order.
-func isEmptyOrig(j uint64, empty []int) bool {
-	lo, hi := 0, len(empty)
-	for lo < hi {
-		m := (lo + hi) / 2
-		if uint64(empty[m]) < j {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo < len(empty) && uint64(empty[lo]) == j
 }
 
 // mix64 is the splitmix64 finaliser: a cheap bijective 64-bit mixer.
