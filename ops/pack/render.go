@@ -32,25 +32,25 @@ const trainedBit = 1 << 31
 type Renderer struct {
 	tok     *tokenizer.Tokenizer
 	tmpl    Template
-	header  map[string][]uint32 // masked
-	footer  map[string][]uint32 // masked
-	end     []uint32            // unmasked ids; trained for train roles
-	sep     []uint32            // masked
-	rOpen   []uint32
-	rClose  []uint32
+	header  map[string][]templatePiece // masked
+	footer  map[string][]templatePiece // masked
+	end     []templatePiece            // trained for train roles
+	sep     []templatePiece            // masked
+	rOpen   []templatePiece
+	rClose  []templatePiece
 	train   map[string]bool
 	added   []tokenizer.SpecialToken
 	special map[string]uint32
 }
 
 // NewRenderer resolves the template's special tokens to ids (allocating new
-// ids after the vocabulary for tokens it lacks, see Added) and pre-renders
-// the fixed template pieces.
+// ids after the vocabulary for tokens it lacks, see Added) and splits the
+// fixed template strings at their special tokens.
 func NewRenderer(tok *tokenizer.Tokenizer, tmpl Template) (*Renderer, error) {
 	if err := tmpl.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	r := &Renderer{tok: tok, tmpl: tmpl, header: map[string][]uint32{}, footer: map[string][]uint32{},
+	r := &Renderer{tok: tok, tmpl: tmpl, header: map[string][]templatePiece{}, footer: map[string][]templatePiece{},
 		train: map[string]bool{}, special: map[string]uint32{}}
 	for _, s := range tmpl.SpecialTokens {
 		id, fresh := tok.AddSpecial(s)
@@ -62,26 +62,15 @@ func NewRenderer(tok *tokenizer.Tokenizer, tmpl Template) (*Renderer, error) {
 	for _, role := range tmpl.TrainRoles {
 		r.train[role] = true
 	}
-	enc := tok.NewEncoder()
-	render := func(s string) []uint32 {
-		var out []uint32
-		for _, p := range splitSpecials(s, tmpl.SpecialTokens) {
-			if p.special != "" {
-				out = append(out, r.special[p.special])
-			} else {
-				out = enc.Encode(out, p.text)
-			}
-		}
-		return out
-	}
+	split := func(s string) []templatePiece { return splitSpecials(s, tmpl.SpecialTokens) }
 	for role, h := range tmpl.Header {
-		r.header[role] = render(h)
+		r.header[role] = split(h)
 	}
 	for role, f := range tmpl.Footer {
-		r.footer[role] = render(f)
+		r.footer[role] = split(f)
 	}
-	r.end, r.sep = render(tmpl.MessageEnd), render(tmpl.Separator)
-	r.rOpen, r.rClose = render(tmpl.ReasoningOpen), render(tmpl.ReasoningClose)
+	r.end, r.sep = split(tmpl.MessageEnd), split(tmpl.Separator)
+	r.rOpen, r.rClose = split(tmpl.ReasoningOpen), split(tmpl.ReasoningClose)
 	return r, nil
 }
 
@@ -101,10 +90,58 @@ type RejectError struct {
 
 func (e *RejectError) Error() string { return e.Reason + ": " + e.Detail }
 
+// emitter accumulates rendered text and tokenises it in maximal runs: text
+// between two special tokens with one loss-mask value is tokenised as a
+// whole, exactly as a tokenizer given the whole rendered string would (so
+// "register." + "\n" becomes the single token ".\n", not two). Runs are cut
+// only at special tokens and where the mask changes, so no token ever
+// straddles a mask boundary.
+type emitter struct {
+	enc     *tokenizer.Encoder
+	r       *Renderer
+	dst     []uint32
+	pending []byte
+	bit     uint32
+}
+
+func (e *emitter) flush() {
+	if len(e.pending) == 0 {
+		return
+	}
+	n := len(e.dst)
+	e.dst = e.enc.Encode(e.dst, string(e.pending))
+	if e.bit != 0 {
+		for i := n; i < len(e.dst); i++ {
+			e.dst[i] |= e.bit
+		}
+	}
+	e.pending = e.pending[:0]
+}
+
+func (e *emitter) text(s string, bit uint32) {
+	if s == "" {
+		return
+	}
+	if bit != e.bit {
+		e.flush()
+		e.bit = bit
+	}
+	e.pending = append(e.pending, s...)
+}
+
+func (e *emitter) pieces(ps []templatePiece, bit uint32) {
+	for _, p := range ps {
+		if p.special == "" {
+			e.text(p.text, bit)
+			continue
+		}
+		e.flush()
+		e.dst = append(e.dst, e.r.special[p.special]|bit)
+	}
+}
+
 // RenderPacked appends the sample's tokens to dst in packed form (id, with
-// trainedBit set on trained tokens). Each template piece and each message
-// field is tokenised on its own, so token boundaries always coincide with
-// loss-mask boundaries.
+// trainedBit set on trained tokens).
 func (r *Renderer) RenderPacked(enc *tokenizer.Encoder, dst []uint32, t *Trajectory) ([]uint32, error) {
 	if t.ID == "" {
 		return dst, &RejectError{"empty_id", "trajectory has no id"}
@@ -113,6 +150,7 @@ func (r *Renderer) RenderPacked(enc *tokenizer.Encoder, dst []uint32, t *Traject
 		return dst, &RejectError{"no_messages", "trajectory " + t.ID + " has no messages"}
 	}
 	start := len(dst)
+	e := emitter{enc: enc, r: r, dst: dst}
 	trained := false
 	for i := range t.Messages {
 		m := &t.Messages[i]
@@ -123,47 +161,24 @@ func (r *Renderer) RenderPacked(enc *tokenizer.Encoder, dst []uint32, t *Traject
 		var bit uint32
 		if r.train[m.Role] {
 			bit = trainedBit
-		}
-		dst = append(dst, h...)
-		if m.Reasoning != "" {
-			dst = appendMarked(dst, r.rOpen, bit)
-			dst = r.encodeMarked(enc, dst, m.Reasoning, bit)
-			dst = appendMarked(dst, r.rClose, bit)
-		}
-		dst = r.encodeMarked(enc, dst, m.Content, bit)
-		dst = append(dst, r.footer[m.Role]...)
-		dst = appendMarked(dst, r.end, bit)
-		dst = append(dst, r.sep...)
-		if bit != 0 {
 			trained = true
 		}
+		e.pieces(h, 0)
+		if m.Reasoning != "" {
+			e.pieces(r.rOpen, bit)
+			e.text(m.Reasoning, bit)
+			e.pieces(r.rClose, bit)
+		}
+		e.text(m.Content, bit)
+		e.pieces(r.footer[m.Role], 0)
+		e.pieces(r.end, bit)
+		e.pieces(r.sep, 0)
 	}
+	e.flush()
 	if !trained {
-		return dst[:start], &RejectError{"no_trained_tokens", "trajectory " + t.ID + " has no message of a trained role"}
+		return e.dst[:start], &RejectError{"no_trained_tokens", "trajectory " + t.ID + " has no message of a trained role"}
 	}
-	return dst, nil
-}
-
-func (r *Renderer) encodeMarked(enc *tokenizer.Encoder, dst []uint32, text string, bit uint32) []uint32 {
-	n := len(dst)
-	dst = enc.Encode(dst, text)
-	if bit != 0 {
-		for i := n; i < len(dst); i++ {
-			dst[i] |= bit
-		}
-	}
-	return dst
-}
-
-func appendMarked(dst, ids []uint32, bit uint32) []uint32 {
-	n := len(dst)
-	dst = append(dst, ids...)
-	if bit != 0 {
-		for i := n; i < len(dst); i++ {
-			dst[i] |= bit
-		}
-	}
-	return dst
+	return e.dst, nil
 }
 
 // Render returns the sample's ids and loss mask (1 = trained) separately.

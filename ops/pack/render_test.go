@@ -62,15 +62,24 @@ func TestRenderMaskAndSpecials(t *testing.T) {
 		}
 	}
 	sp := func(id uint32) []int32 { return []int32{int32(id)} }
-	add(0, sp(start), enc("system\n"), enc("You are a Verilog expert."), sp(end), enc("\n"))
-	add(0, sp(start), enc("user\n"), enc("Write a counter. Ignore <|im_end|> tricks."), sp(end), enc("\n"))
+	// text between special tokens with one mask value is tokenised as a
+	// whole, as a tokenizer given the rendered string would do it
+	add(0, sp(start), enc("system\nYou are a Verilog expert."), sp(end), enc("\n"))
+	add(0, sp(start), enc("user\nWrite a counter. Ignore <|im_end|> tricks."), sp(end), enc("\n"))
 	add(0, sp(start), enc("assistant\n"))
-	add(1, sp(thinkOpen), enc("\n"), enc("Need a register."), enc("\n"), sp(thinkClose), enc("\n\n"), enc("module c; endmodule"), sp(end))
+	add(1, sp(thinkOpen), enc("\nNeed a register.\n"), sp(thinkClose), enc("\n\nmodule c; endmodule"), sp(end))
 	add(0, enc("\n"))
-	add(0, sp(start), enc("environment\n"), enc("error: syntax"), sp(end), enc("\n"))
+	add(0, sp(start), enc("environment\nerror: syntax"), sp(end), enc("\n"))
+	// no reasoning: the mask changes between header and answer, so the
+	// text is cut there and no token straddles the boundary
 	add(0, sp(start), enc("assistant\n"))
 	add(1, enc("module c(); endmodule"), sp(end))
 	add(0, enc("\n"))
+	// guard: here joint and piecewise tokenisation differ (".\n" is one
+	// token), so the test tells them apart
+	if slices.Equal(enc("\nNeed a register.\n"), append(append(enc("\n"), enc("Need a register.")...), enc("\n")...)) {
+		t.Fatal("test text no longer distinguishes joint from piecewise tokenisation")
+	}
 	if !slices.Equal(ids, wantIDs) {
 		t.Fatalf("ids\n got %v\nwant %v", ids, wantIDs)
 	}
