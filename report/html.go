@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// RenderHTML renders the self-contained page: inline CSS, plots as SVG data
+// RenderHTML renders the self-contained page: inline CSS, plots as PNG data
 // URIs, no scripts and no external resources.
 func RenderHTML(r *Report) ([]byte, error) {
 	figs, err := figures(r)

@@ -1,5 +1,5 @@
 // Package report turns a finished build's work directory into the nightly
-// build report: a self-contained HTML page (report.html, plots inline as SVG
+// build report: a self-contained HTML page (report.html, plots inline as PNG
 // data URIs, readable with no network) and the same figures as report.json
 // for dashboards, a per-run row in a Parquet history table, and a diff of two
 // runs that flags regressions beyond configurable thresholds.

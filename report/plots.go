@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // Palette: pass / fail / unjudged / infrastructure and a neutral bar colour.
@@ -22,7 +24,7 @@ var (
 	colAfter    = color.RGBA{0xe0, 0x8a, 0x2c, 0xff}
 )
 
-// Figure is one rendered plot: an <img> with the SVG as a data URI, so the
+// Figure is one rendered plot: an <img> with a PNG data URI, so the
 // page works opened from disk with no network. The tag is built here, not in
 // the template, because html/template would entity-escape every "+" of the
 // base64 text.
@@ -32,17 +34,22 @@ type Figure struct {
 	Img   template.HTML
 }
 
-func svgURI(p *plot.Plot, w, h vg.Length) (string, error) {
-	wt, err := p.WriterTo(w, h, "svg")
-	if err != nil {
-		return "", err
-	}
+// pngURI rasterises a plot. PNG rather than SVG: gonum lays text out with
+// its own font metrics, and a browser rendering an SVG substitutes its own
+// fonts, so axis labels get clipped; a PNG looks the same everywhere.
+func pngURI(p *plot.Plot, w, h vg.Length) (string, error) {
+	c := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(plotDPI))}
+	p.Draw(draw.New(c))
 	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
+	if _, err := c.WriteTo(&buf); err != nil {
 		return "", err
 	}
-	return "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes()), nil
 }
+
+// plotDPI renders at 1.5x the CSS pixel density so plots stay sharp on
+// high-density screens; the page shows them at their size in inches.
+const plotDPI = 144
 
 // hbars draws labelled horizontal bars, the first label at the top.
 func hbars(title, xlabel string, labels []string, stacks []barStack) (*plot.Plot, vg.Length, error) {
@@ -77,6 +84,11 @@ func hbars(title, xlabel string, labels []string, stacks []barStack) (*plot.Plot
 	p.Legend.Top = true
 	p.NominalY(rev...)
 	p.X.Min = 0
+	if len(stacks) > 1 {
+		// Room on the right for the legend, clear of the longest bar.
+		_, xmax, _, _ := prev.DataRange()
+		p.X.Max = xmax * 1.3
+	}
 	h := vg.Length(n)*vg.Points(18) + vg.Inch*1.2
 	return p, h, nil
 }
@@ -118,11 +130,11 @@ func figures(r *Report) ([]Figure, error) {
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", id, err)
 		}
-		uri, err := svgURI(p, plotWidth, h)
+		uri, err := pngURI(p, plotWidth, h)
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", id, err)
 		}
-		img := fmt.Sprintf(`<img class="plot" alt="%s" src="%s">`, html.EscapeString(title), uri)
+		img := fmt.Sprintf(`<img class="plot" alt="%s" width="%d" src="%s">`, html.EscapeString(title), int(plotWidth/vg.Inch*96), uri)
 		figs = append(figs, Figure{ID: id, Title: title, Img: template.HTML(img)})
 		return nil
 	}

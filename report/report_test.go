@@ -360,7 +360,7 @@ func TestReportMatchesShards(t *testing.T) {
 		}
 	}
 	for _, fig := range []string{"Funnel", "Rejection reasons", "Coverage by family", "Difficulty", "Verdicts", "Instruction lengths", "Reference lengths", "Tokens before packing", "Tokens after packing", "Stage time"} {
-		if !strings.Contains(html, `alt="`+fig+`" src="data:image/svg+xml;base64,`) {
+		if !strings.Contains(html, `alt="`+fig+`" width="672" src="data:image/png;base64,`) {
 			t.Errorf("page lacks the inline %s plot", fig)
 		}
 	}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crucible-data/crucible/internal/testenv"
+	"github.com/crucible-data/crucible/report"
+)
+
+// buildSeeds runs ingest + filter on the bundled seeds, keeping the given
+// domains, and returns the work dir.
+func buildSeeds(t *testing.T, dir, domains string) string {
+	t.Helper()
+	root := testenv.RepoRoot(t)
+	cfg := filepath.Join(dir, "p.yaml")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`name: seeds
+work_dir: work
+stages:
+  - name: ingest
+    type: ingest
+    inputs: [%s]
+    config: {preset: taskdir}
+  - name: keep
+    type: filter
+    from: [ingest]
+    config: {domains: [%s]}
+`, filepath.Join(root, "examples", "seeds"), domains)), 0o644)
+	if err := runBuild(context.Background(), BuildOptions{Config: cfg, Out: &bytes.Buffer{}}); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "work")
+}
+
+func TestReportBuildAndDiff(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	runA := buildSeeds(t, filepath.Join(base, "a"), "rtl, kernel")
+	// The regression: run B's filter drops the kernel seeds.
+	runB := buildSeeds(t, filepath.Join(base, "b"), "rtl")
+
+	var out bytes.Buffer
+	hist := filepath.Join(base, "history")
+	for _, run := range []string{runA, runB} {
+		out.Reset()
+		err := runReportBuild(ctx, ReportBuildOptions{WorkDir: run, Config: report.Config{HistoryDir: hist}, Out: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), filepath.Join(run, "report.html")) {
+			t.Fatalf("report build output: %s", out.String())
+		}
+	}
+	rows, err := report.ReadHistory(hist)
+	if err != nil || len(rows) != 2 || rows[0].FinalItems != 35 || rows[1].FinalItems != 30 {
+		t.Fatalf("history after two runs: %+v, %v", rows, err)
+	}
+
+	// Same run on both sides: nothing changed, exit 0.
+	out.Reset()
+	if err := runReportDiff(ctx, ReportDiffOptions{RunA: runA, RunB: runA, Out: &out}); err != nil {
+		t.Fatalf("A vs A: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "0 changes, 0 regressions") {
+		t.Fatalf("A vs A output:\n%s", out.String())
+	}
+
+	// A -> B: the funnel lost the kernel seeds, a new rejection reason.
+	out.Reset()
+	jsonPath := filepath.Join(base, "diff.json")
+	err = runReportDiff(ctx, ReportDiffOptions{RunA: runA, RunB: runB, Out: &out, JSON: jsonPath, Thresholds: []string{"min_count=1"}})
+	if code := exitCode(ctx, err); code != exitFindings {
+		t.Fatalf("A -> B: exit %d (%v), want %d\n%s", code, err, exitFindings, out.String())
+	}
+	for _, want := range []string{"REGRESSION  funnel      keep", "new rejection reason", "coverage    domain kernel"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("diff lacks %q:\n%s", want, out.String())
+		}
+	}
+	if st, err := os.Stat(jsonPath); err != nil || st.Size() == 0 {
+		t.Errorf("diff JSON not written: %v", err)
+	}
+	// Loose thresholds accept the same change.
+	out.Reset()
+	loose := []string{"rows_drop_pct=50", "rejections_rise_pct=-1", "coverage_drop_pts=100"}
+	if err := runReportDiff(ctx, ReportDiffOptions{RunA: runA, RunB: runB, Out: &out, Thresholds: loose}); err != nil {
+		t.Fatalf("loose thresholds: %v\n%s", err, out.String())
+	}
+
+	// Bad flags and bad runs map to their exit codes.
+	err = runReportDiff(ctx, ReportDiffOptions{RunA: runA, RunB: runB, Out: &out, Thresholds: []string{"rows_drop=5", "min_count=x"}})
+	if exitCode(ctx, err) != exitUsage || !strings.Contains(err.Error(), "rows_drop") || !strings.Contains(err.Error(), "min_count") {
+		t.Errorf("bad thresholds: %v", err)
+	}
+	err = runReportDiff(ctx, ReportDiffOptions{RunA: runA, RunB: base, Out: &out})
+	if exitCode(ctx, err) != exitInput {
+		t.Errorf("a directory that is no build: exit %d (%v)", exitCode(ctx, err), err)
+	}
+}
+
+func TestReportCommandWiring(t *testing.T) {
+	c := newReportCmd()
+	var names []string
+	for _, s := range c.Commands() {
+		names = append(names, s.Name())
+	}
+	if strings.Join(names, ",") != "build,diff" {
+		t.Fatalf("report subcommands: %v", names)
+	}
+	// The build hook writes nothing for a shard part of a sharded build.
+	if err := writeBuildReport(context.Background(), &bytes.Buffer{}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
