@@ -79,19 +79,27 @@ func run(itemsPath, workerList string, rounds int) error {
 	fmt.Printf("tasks: %d from %s; cores: %d; rounds: %d\n", n, itemsPath, numCPU(), rounds)
 	raw := make([]time.Duration, 0, rounds)
 	pool := map[int][]time.Duration{}
+	// CPU seconds (this process + its children) per run: far less sensitive
+	// to other load on the machine than wall time.
+	rawCPU := make([]time.Duration, 0, rounds)
+	poolCPU := map[int][]time.Duration{}
 	var counts map[string]int
 	for r := 0; r < rounds; r++ {
+		c0 := cpuTime()
 		d, err := rawLoop(items, cands)
 		if err != nil {
 			return err
 		}
 		raw = append(raw, d)
+		rawCPU = append(rawCPU, cpuTime()-c0)
 		for _, w := range sizes {
+			c0 := cpuTime()
 			d, c, err := poolRun(items, cands, w)
 			if err != nil {
 				return err
 			}
 			pool[w] = append(pool[w], d)
+			poolCPU[w] = append(poolCPU[w], cpuTime()-c0)
 			counts = c
 		}
 	}
@@ -115,9 +123,16 @@ func run(itemsPath, workerList string, rounds int) error {
 			}
 		}
 	}
-	fmt.Println("all runs (s): raw", secs(raw))
+	rc := best(rawCPU)
+	fmt.Printf("CPU time (self + children), best run: raw %.2fs (%.2f ms/task)\n", rc.Seconds(), rc.Seconds()*1000/float64(n))
 	for _, w := range sizes {
-		fmt.Printf("all runs (s): pool/%d %v\n", w, secs(pool[w]))
+		pc := best(poolCPU[w])
+		fmt.Printf("CPU time (self + children), best run: pool/%d %.2fs (%.2f ms/task, %+.1f%% vs raw)\n", w, pc.Seconds(),
+			pc.Seconds()*1000/float64(n), 100*(pc.Seconds()-rc.Seconds())/rc.Seconds())
+	}
+	fmt.Println("all runs wall (s): raw", secs(raw), "cpu", secs(rawCPU))
+	for _, w := range sizes {
+		fmt.Printf("all runs wall (s): pool/%d %v cpu %v\n", w, secs(pool[w]), secs(poolCPU[w]))
 	}
 	return nil
 }
