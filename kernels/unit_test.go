@@ -222,3 +222,24 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestRegisterStagesConfig(t *testing.T) {
+	reg := engine.NewRegistry()
+	RegisterStages(reg)
+	good, err := engine.NewStageConfig("vk", "backend: cpu\ntrials: 2\nreps: 3\ntimeout: 10s\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Build("verify_kernel", good); err != nil {
+		t.Fatalf("good config rejected: %v", err)
+	}
+	for _, bad := range []string{"trails: 2\n", "backend: opencl\n", "trials: 0\n"} {
+		c, err := engine.NewStageConfig("vk", bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reg.Build("verify_kernel", c); err == nil {
+			t.Errorf("config %q accepted", bad)
+		}
+	}
+}

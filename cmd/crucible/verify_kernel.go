@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/engine/ingest"
+	"github.com/crucible-data/crucible/kernels"
+)
+
+// VerifyKernelOptions are `crucible verify kernel`'s inputs.
+type VerifyKernelOptions struct {
+	Items      string // item shards/JSONL/Parquet, or kernel seed directories (task.json + reference.*)
+	Candidates string // JSONL/Parquet rows {item_id, candidate_id, code}
+	Out        string
+	SelfCheck  bool // submit each item's reference as its candidate
+	Config     kernels.Config
+	Writer     engine.WriterOptions
+	Stdout     io.Writer
+}
+
+const verifyKernelLong = `Judge GPU/CPU kernel candidates and write one evidence row per (item, candidate).
+
+Each kernel item names its backend in verifier.harness: cpu (C candidates built
+with the system C compiler into a shared object and run in a resource-limited
+child process), cuda (CUDA C++ compiled with NVRTC for the GPU it runs on, one
+worker process per candidate) or triton (KernelBench-style Python modules
+defining ModelNew, one Python worker per candidate pinned to one GPU). Every
+trial draws fresh seeded inputs; all trials must match the reference within the
+task's tolerance. Reference and candidate are timed interleaved in the same
+process, with warm-up, a cache flush and output poisoning before every timed
+call; the speedup carries a bootstrap confidence interval and counts as faster
+only when its lower bound clears --speedup-threshold.
+
+Exploit gates are recorded separately (measurements exploit_<gate>): launch
+evidence, identity stores, stale output, forbidden calls, delegation where the
+task forbids it, work hidden on other streams/threads, implausible speedups. Any
+fired gate fails the candidate at stage exploit. Tasks whose backend cannot run
+here (no GPU, no NVRTC, no torch) end unjudged (toolchain_missing, "no-device"),
+never fail.
+
+--backend auto runs each task on its own backend; cpu|cuda|triton restricts the
+run to that backend (other tasks end unjudged, toolchain_unsupported).
+Writes evidence-*.parquet and manifest.json to --out and prints counts by status
+and failure stage. Exit 0 when the run completed, whatever the verdicts.`
+
+func newVerifyKernelCmd() *cobra.Command {
+	o := VerifyKernelOptions{Writer: engine.DefaultWriterOptions(), Config: kernels.DefaultConfig()}
+	c := &cobra.Command{
+		Use:   "kernel --items PATH (--candidates PATH | --self-check) --out DIR [--backend auto|cuda|triton|cpu]",
+		Short: "Judge kernel candidates (cpu, cuda, triton backends) with timing and exploit gates; write evidence shards",
+		Long:  verifyKernelLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Stdout = cmd.OutOrStdout()
+			return runVerifyKernel(cmd.Context(), o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Items, "items", "", "item shards directory, item JSONL/Parquet, or a kernel seed directory (required)")
+	f.StringVar(&o.Candidates, "candidates", "", "candidate JSONL/Parquet rows {item_id, candidate_id, code} or a directory of them")
+	f.StringVar(&o.Out, "out", "", "output directory for evidence shards and manifest.json (required)")
+	f.BoolVar(&o.SelfCheck, "self-check", false, "submit each item's reference as its candidate instead of --candidates")
+	f.StringVar(&o.Config.Backend, "backend", o.Config.Backend, "auto | cpu | cuda | triton")
+	f.IntVar(&o.Config.Trials, "trials", o.Config.Trials, "trials with fresh seeded inputs (all must pass)")
+	f.IntVar(&o.Config.Reps, "reps", o.Config.Reps, "timed calls per side per trial")
+	f.IntVar(&o.Config.Warmup, "warmup", o.Config.Warmup, "untimed warm-up calls per side")
+	f.IntVar(&o.Config.Workers, "workers", o.Config.Workers, "concurrent candidates (GPU jobs still take one GPU each)")
+	f.DurationVar(&o.Config.Timeout, "timeout", o.Config.Timeout, "wall-clock limit per candidate run")
+	f.Float64Var(&o.Config.SpeedupThreshold, "speedup-threshold", o.Config.SpeedupThreshold, "faster only if the speedup CI's lower bound >= this")
+	f.Float64Var(&o.Config.SuspiciousSpeedup, "suspicious-speedup", o.Config.SuspiciousSpeedup, "speedups whose CI lower bound exceeds this fire the suspicious_speedup gate")
+	_ = c.MarkFlagRequired("items")
+	_ = c.MarkFlagRequired("out")
+	return c
+}
+
+func runVerifyKernel(ctx context.Context, o VerifyKernelOptions) error {
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	switch {
+	case o.Items == "" || o.Out == "":
+		return fmt.Errorf("%w: --items and --out are required", errUsage)
+	case o.SelfCheck == (o.Candidates != ""):
+		return fmt.Errorf("%w: give exactly one of --candidates and --self-check", errUsage)
+	}
+	if err := o.Config.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	items, inputs, rejected, err := loadKernelItems(ctx, o.Items)
+	if err != nil {
+		return err
+	}
+	byID := make(map[string]engine.Item, len(items))
+	for _, it := range items {
+		byID[it.ItemID] = it
+	}
+	var cands []engine.Candidate
+	if o.SelfCheck {
+		for _, it := range items {
+			cands = append(cands, engine.Candidate{ItemID: it.ItemID, CandidateID: kernels.ReferenceCandidateID, Code: it.Reference})
+		}
+	} else {
+		paths, err := shardInputs([]string{o.Candidates}, "candidates")
+		if err != nil {
+			return err
+		}
+		if cands, err = engine.ReadAll[engine.Candidate](paths...); err != nil {
+			return err
+		}
+		inputs = append(inputs, paths...)
+	}
+	v, err := kernels.NewVerifier(o.Config, slog.Default())
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	defer v.Close()
+	start := time.Now()
+	evs, err := v.VerifyAll(ctx, byID, cands)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if err := clearOutputs(o.Out, "evidence"); err != nil {
+		return err
+	}
+	w, err := engine.NewShardWriter[engine.Evidence](o.Out, "evidence", "evidence", o.Writer)
+	if err != nil {
+		return err
+	}
+	if err := w.Write(evs...); err != nil {
+		w.Abort()
+		return err
+	}
+	infos, err := w.Close()
+	if err != nil {
+		return err
+	}
+	counts := map[string]int64{"items": int64(len(items)), "candidates": int64(len(cands)), "items_rejected": rejected}
+	for _, ev := range evs {
+		counts["status."+ev.Status]++
+		if ev.FailureStage != "" {
+			counts["stage."+ev.FailureStage]++
+		}
+		for _, m := range ev.Measurements {
+			if strings.HasPrefix(m.Name, "exploit_") {
+				counts["gate."+strings.TrimPrefix(m.Name, "exploit_")]++
+			}
+		}
+	}
+	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "verify-kernel", Type: "verify_kernel",
+		Inputs: fileRefs(inputs), Shards: infos, Counts: counts}
+	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
+		return err
+	}
+	printVerifyKernelSummary(o.Stdout, evs, len(items), rejected, elapsed, o.Config, o.Out)
+	return nil
+}
+
+// loadKernelItems reads --items: a kernel seed directory (one task dir with
+// task.json, or a directory of them) through kernels.LoadSeedDir, anything
+// else like `verify rtl` does (item shards as they are, files through ingest).
+func loadKernelItems(ctx context.Context, path string) ([]engine.Item, []string, int64, error) {
+	if _, err := os.Stat(filepath.Join(path, "task.json")); err == nil {
+		it, err := kernels.LoadSeedDir(path)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("%w: %v", engine.ErrInput, err)
+		}
+		return []engine.Item{it}, []string{filepath.Join(path, "task.json")}, 0, nil
+	}
+	if matches, _ := filepath.Glob(filepath.Join(path, "*", "task.json")); len(matches) > 0 {
+		items, err := kernels.LoadSeeds(path)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("%w: %v", engine.ErrInput, err)
+		}
+		return items, matches, 0, nil
+	}
+	return loadRTLItems(ctx, path, ingest.PresetItems)
+}
+
+func printVerifyKernelSummary(w io.Writer, evs []engine.Evidence, nItems int, rejected int64, elapsed time.Duration, cfg kernels.Config, out string) {
+	status := map[string]int{}
+	stages := map[string]int{}
+	for _, ev := range evs {
+		status[ev.Status]++
+		if ev.FailureStage != "" {
+			stages[ev.Status+"/"+ev.FailureStage]++
+		}
+	}
+	fmt.Fprintf(w, "verified %d kernel candidates for %d items in %.1fs (backend %s, %d trials x %d reps)\n",
+		len(evs), nItems, elapsed.Seconds(), cfg.Backend, cfg.Trials, cfg.Reps)
+	if rejected > 0 {
+		fmt.Fprintf(w, "  %d item rows were rejected by validation\n", rejected)
+	}
+	for _, s := range []string{engine.StatusPass, engine.StatusFail, engine.StatusUnjudged} {
+		fmt.Fprintf(w, "  %-9s %d\n", s, status[s])
+	}
+	keys := make([]string, 0, len(stages))
+	for k := range stages {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		st, stage, _ := strings.Cut(k, "/")
+		fmt.Fprintf(w, "  %-9s %-22s %d\n", st, stage, stages[k])
+	}
+	fmt.Fprintf(w, "evidence and manifest: %s\n", filepath.Clean(out))
+}
+
+// kernelDoctorChecks reports each kernel backend for `crucible doctor`
+// (call it from extraDoctorChecks).
+func kernelDoctorChecks(ctx context.Context) []ToolStatus {
+	var out []ToolStatus
+	for _, b := range kernels.Backends(kernels.DefaultConfig()) {
+		st := ToolStatus{Name: "kernel backend " + b.Name, Found: b.Available, Enables: "crucible verify kernel --backend " + b.Name}
+		if b.Available {
+			st.Version = b.Detail
+		} else {
+			st.Why = b.Detail
+		}
+		out = append(out, st)
+	}
+	return out
+}
