@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -423,4 +424,118 @@ func findOp(r *Report, name string) *OperatorYield {
 		}
 	}
 	return nil
+}
+
+func TestReportTRLLayout(t *testing.T) {
+	work, sum := buildPipeline(t, "trl")
+	r, err := Build(context.Background(), work, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packed := readKind[pack.TRLRow](t, work, "pack", pack.KindPacked)
+	var samples, tokens int64
+	var maxSample int32
+	for _, row := range packed {
+		samples += int64(len(row.SeqLengths))
+		tokens += int64(len(row.InputIDs))
+		for _, l := range row.SeqLengths {
+			maxSample = max(maxSample, l)
+		}
+	}
+	p := r.Packing
+	if p == nil || p.Layout != "trl" || p.Rows != int64(len(packed)) || p.Packed != samples || p.TokensPacked != tokens || p.After.Max > 2048 {
+		t.Fatalf("packing %+v; shards: %d rows, %d samples, %d tokens", p, len(packed), samples, tokens)
+	}
+	dropped := readKind[pack.DroppedRow](t, work, "pack", pack.KindDropped)
+	if p.Before.N != samples+int64(len(dropped)) {
+		t.Errorf("before-packing lengths: %d, want %d kept + %d dropped", p.Before.N, samples, len(dropped))
+	}
+}
+
+// A pipeline without verifiers or packing still gets every section, with
+// notes saying what is absent; a re-run of one stage (--stage) still
+// reports the whole pipeline in order.
+func TestReportPartialPipeline(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "p.yaml")
+	os.WriteFile(cfgPath, []byte(fmt.Sprintf(`name: partial
+work_dir: work
+stages:
+  - name: ingest
+    type: ingest
+    inputs: [%s]
+    config: {preset: taskdir}
+  - name: kernels
+    type: filter
+    from: [ingest]
+    config: {domains: [kernel]}
+`, filepath.Join(root, "examples", "seeds"))), 0o644)
+	reg := engine.NewRegistry()
+	ingest.RegisterStages(reg)
+	filter.RegisterStages(reg)
+	cfg, err := engine.LoadPipeline(cfgPath, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{Only: []string{"kernels"}, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := cfg.ResolvedWorkDir()
+	r, outs, err := Generate(context.Background(), work, sum, Config{NoHistory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Stages) != 2 || r.Stages[0].Name != "ingest" || r.Stages[0].Status != "committed" || r.Stages[1].Status != "ran" {
+		t.Fatalf("stages %+v", r.Stages)
+	}
+	kept := readKind[engine.Item](t, work, "kernels", "items")
+	if r.Coverage == nil || r.Coverage.Items != int64(len(kept)) || len(kept) == 0 || r.Coverage.Domain[0].Key != "kernel" {
+		t.Fatalf("coverage %+v, %d kernel items", r.Coverage, len(kept))
+	}
+	if r.Packing != nil || len(r.Verdicts) != 0 || outs.History != "" {
+		t.Fatalf("absent stages produced figures: %+v %+v %q", r.Packing, r.Verdicts, outs.History)
+	}
+	notes := strings.Join(r.Notes, "\n")
+	for _, want := range []string{"no stage wrote evidence", "no stage wrote packed rows"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q: %s", want, notes)
+		}
+	}
+	page, _ := os.ReadFile(outs.HTML)
+	for _, want := range []string{`<section id="packing">`, "no stage wrote packed rows", "no evidence rows", `<section id="notes">`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "history")); !os.IsNotExist(err) {
+		t.Errorf("no_history still wrote a history folder: %v", err)
+	}
+}
+
+func TestReportBadInputs(t *testing.T) {
+	ctx := context.Background()
+	if _, err := Build(ctx, t.TempDir(), nil); !errors.Is(err, engine.ErrInput) || !strings.Contains(err.Error(), "run-summary.json") {
+		t.Errorf("empty dir: %v", err)
+	}
+	work, sum := buildPipeline(t, "megatron")
+	out, err := engine.LoadStageOutput(filepath.Join(work, "rtl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := out.Shards("rejections")[0]
+	if err := os.WriteFile(bad, []byte("PAR1 not really parquet PAR1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Generate(ctx, work, sum, Config{NoHistory: true})
+	if !errors.Is(err, engine.ErrInput) || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("corrupt shard: %v (want ErrInput naming %s)", err, bad)
+	}
+	if err := (Config{NoHistory: true, HistoryDir: "h"}).Validate(); !errors.Is(err, engine.ErrConfig) {
+		t.Errorf("contradictory config accepted: %v", err)
+	}
 }
