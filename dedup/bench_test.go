@@ -29,7 +29,7 @@ func BenchmarkSign(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		w.sign(&cfg, bands, signer, docs[i%len(docs)].Text, &out)
+		w.sign(&cfg, bands, signer, &docs[i%len(docs)], "", &out)
 	}
 }
 
@@ -42,9 +42,11 @@ func BenchmarkRunEndToEnd(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := Run(context.Background(), docs, cfg, nil); err != nil {
+		res, err := Run(context.Background(), docs, cfg, nil)
+		if err != nil {
 			b.Fatal(err)
 		}
+		res.Close()
 	}
 	b.ReportMetric(float64(len(docs)*b.N)/b.Elapsed().Seconds(), "docs/s")
 }

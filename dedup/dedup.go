@@ -32,6 +32,25 @@ type Doc struct {
 	ID   string
 	Text string
 	Tier uint8 // survivor priority tier (TierOther when unknown)
+	// Signature, when set and made with the run's SignatureParams, is used
+	// instead of re-tokenising the text (signatures stored by an earlier
+	// run). The text is still needed for exact verification of candidates.
+	Signature *Signature
+}
+
+// Signature is a stored document signature: the 128-bit hash of the
+// normalised text and the OPH MinHash values (nil for an empty document).
+type Signature struct {
+	Params   string
+	TextHash [2]uint64
+	Values   []uint64
+}
+
+// SignatureParams names everything a signature depends on; a stored
+// signature is reused only when it matches exactly.
+func (c Config) SignatureParams() string {
+	l, _ := ParseLang(string(c.Lang))
+	return fmt.Sprintf("oph-v1/k=%d/seed=%d/%s%d/lang=%s/strip=%t/lower=%t", c.NumPerm, c.Seed, c.Shingle, c.NGram, l, c.StripComments, c.Lowercase)
 }
 
 // Source yields documents. Scan must visit the same documents in the same
@@ -81,6 +100,7 @@ type Stats struct {
 	Docs           int64
 	Bytes          int64
 	EmptyDocs      int64 // no tokens: exact dedup only
+	ReusedSigs     int64 // stored signatures used instead of re-tokenising
 	Backend        string
 	Bands          Bands
 	ExactPairs     int64 // exact-hash pairs confirmed
@@ -107,9 +127,13 @@ type Decision struct {
 	Reason      string // exact_duplicate | near_duplicate for removed documents
 }
 
-// Result holds per-document outcomes in input order.
+// Result holds per-document outcomes in input order. It keeps the LSH
+// index (signatures) open for Signature until Close.
 type Result struct {
 	IDs      []string
+	idx      index
+	hasSig   []bool
+	params   string
 	root     []int32 // component root (smallest index) per document
 	survivor []int32 // survivor index, indexed by root
 	size     []int32 // component size, indexed by root
@@ -120,6 +144,25 @@ type Result struct {
 
 // Len is the number of documents.
 func (r *Result) Len() int { return len(r.IDs) }
+
+// Signature returns document i's signature (to store as a column).
+func (r *Result) Signature(i int) (Signature, error) {
+	s := Signature{Params: r.params, TextHash: [2]uint64{r.exLo[i], r.exHi[i]}}
+	if !r.hasSig[i] || r.idx == nil {
+		return s, nil
+	}
+	v, err := r.idx.signature(int32(i), nil)
+	s.Values = v
+	return s, err
+}
+
+// Close releases the index (temporary signature and run files).
+func (r *Result) Close() {
+	if r.idx != nil {
+		r.idx.close()
+		r.idx = nil
+	}
+}
 
 // Decision returns the outcome for document i.
 func (r *Result) Decision(i int) Decision {
@@ -147,6 +190,7 @@ type signed struct {
 	exLo, exHi uint64
 	sig        []uint64 // nil for empty documents
 	keys       []uint64 // band keys
+	reused     bool     // came from a stored signature
 }
 
 // worker holds per-goroutine scratch so signing allocates nothing per doc.
@@ -157,7 +201,19 @@ type worker struct {
 
 // sign computes the exact hash, signature and band keys of one document into
 // out, whose sig/keys slices are preallocated.
-func (w *worker) sign(cfg *Config, bands Bands, signer Signer, text string, out *signed) {
+func (w *worker) sign(cfg *Config, bands Bands, signer Signer, d *Doc, params string, out *signed) {
+	if sg := d.Signature; sg != nil && sg.Params == params && (len(sg.Values) == cfg.NumPerm || len(sg.Values) == 0) {
+		out.exLo, out.exHi, out.reused = sg.TextHash[0], sg.TextHash[1], true
+		if len(sg.Values) == 0 {
+			out.sig, out.keys = nil, out.keys[:0]
+			return
+		}
+		out.sig = append(out.sig[:0], sg.Values...)
+		out.keys = BandKeys(out.sig, bands.B, bands.R, out.keys)
+		return
+	}
+	out.reused = false
+	text := d.Text
 	Tokenize(text, cfg.tokenizeOptions(), &w.tok)
 	h := xxh3.Hash128Seed(w.tok.Normalized(), cfg.Seed)
 	out.exLo, out.exHi = h.Lo, h.Hi
@@ -245,8 +301,15 @@ func Run(ctx context.Context, src Source, cfg Config, log *slog.Logger) (*Result
 	if err != nil {
 		return nil, err
 	}
-	defer idx.close()
+	keep := false
+	defer func() {
+		if !keep {
+			idx.close()
+		}
+	}()
 
+	params := cfg.SignatureParams()
+	res.params = params
 	// Phase 1: a reader goroutine fills batches (decoding is serial) while
 	// the previous batch is signed in parallel and committed in input order.
 	signer := Signer{K: cfg.NumPerm, Seed: cfg.Seed}
@@ -267,7 +330,7 @@ func Run(ctx context.Context, src Source, cfg Config, log *slog.Logger) (*Result
 			}
 			g.Go(func() error {
 				for i := lo; i < hi; i++ {
-					workers[w].sign(&cfg, bands, signer, batch[i].Text, &outs[i])
+					workers[w].sign(&cfg, bands, signer, &batch[i], params, &outs[i])
 				}
 				return nil
 			})
@@ -284,6 +347,10 @@ func Run(ctx context.Context, src Source, cfg Config, log *slog.Logger) (*Result
 			tiers = append(tiers, batch[i].Tier)
 			res.exLo = append(res.exLo, outs[i].exLo)
 			res.exHi = append(res.exHi, outs[i].exHi)
+			res.hasSig = append(res.hasSig, outs[i].sig != nil)
+			if outs[i].reused {
+				st.ReusedSigs++
+			}
 			if outs[i].sig == nil {
 				st.EmptyDocs++
 			}
@@ -424,6 +491,7 @@ func Run(ctx context.Context, src Source, cfg Config, log *slog.Logger) (*Result
 		}
 	}
 	st.TotalTime = time.Since(start)
+	res.idx, keep = idx, true
 	log.Info("dedup done", "docs", st.Docs, "removed", st.Removed, "clusters", st.Clusters,
 		"exact_pairs", st.ExactPairs, "candidate_pairs", st.CandidatePairs, "verified_pairs", st.VerifiedPairs,
 		"backend", st.Backend, "seconds", st.TotalTime.Seconds())

@@ -120,6 +120,7 @@ func runPlanted(t *testing.T, cfg Config, n int) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(res.Close)
 	planted := syn.Planted(cfg)
 	if len(planted) < n/20 {
 		t.Fatalf("only %d planted pairs", len(planted))
@@ -190,6 +191,7 @@ func TestSurvivorPriorityAndExactReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(res.Close)
 	want := map[string]Decision{
 		"late-copy": {Kept: false, SurvivorID: "verified", Reason: ReasonExactDuplicate, ClusterSize: 3},
 		"root":      {Kept: false, SurvivorID: "verified", Reason: ReasonExactDuplicate, ClusterSize: 3},
@@ -216,6 +218,7 @@ func TestUnrelatedCodeNotPaired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(res.Close)
 	// Small vocabulary makes short documents share many words, but no two
 	// share 80% of their 5-grams.
 	if res.Stats.Removed != 0 {

@@ -89,6 +89,7 @@ func boundedChild(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer res.Close()
 	syn := NewSynth(boundedSynth())
 	wantRemoved, wrong := 0, 0
 	for i := range res.Len() {

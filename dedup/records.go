@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -25,11 +26,49 @@ type Field struct {
 
 // Record is one row of a JSONL or Parquet file reduced to an id and the
 // requested text fields (in the requested order; absent fields omitted).
+// Signature is set when the row carries the stored-signature columns
+// (minhash, text_hash, minhash_params) written by an earlier dedup run.
 type Record struct {
-	Path   string
-	Row    int64 // 1-based line (JSONL) or row (Parquet)
-	ID     string
-	Fields []Field
+	Path      string
+	Row       int64 // 1-based line (JSONL) or row (Parquet)
+	ID        string
+	Fields    []Field
+	Signature *Signature
+}
+
+// Stored-signature column names.
+const (
+	ColMinhash       = "minhash"
+	ColTextHash      = "text_hash"
+	ColMinhashParams = "minhash_params"
+)
+
+// FormatTextHash renders a 128-bit text hash as 32 hex digits.
+func FormatTextHash(h [2]uint64) string { return fmt.Sprintf("%016x%016x", h[1], h[0]) }
+
+// ParseTextHash parses FormatTextHash's output.
+func ParseTextHash(s string) ([2]uint64, bool) {
+	if len(s) != 32 {
+		return [2]uint64{}, false
+	}
+	hi, err1 := strconv.ParseUint(s[:16], 16, 64)
+	lo, err2 := strconv.ParseUint(s[16:], 16, 64)
+	return [2]uint64{lo, hi}, err1 == nil && err2 == nil
+}
+
+func storedSignature(params, textHash string, values []int64) *Signature {
+	h, ok := ParseTextHash(textHash)
+	if !ok || params == "" {
+		return nil
+	}
+	sg := &Signature{Params: params, TextHash: h}
+	if len(values) > 0 {
+		sg.Values = make([]uint64, len(values))
+		for i, v := range values {
+			sg.Values[i] = uint64(v)
+		}
+	}
+	return sg
 }
 
 // Text joins the record's fields with blank lines.
@@ -97,6 +136,15 @@ func ScanRecords(ctx context.Context, path, idField string, textFields []string,
 		if len(rec.Fields) == 0 {
 			return fmt.Errorf("%w: %s:%d: none of the text fields %v present", ErrInput, path, line, textFields)
 		}
+		if p, ok := row[ColMinhashParams]; ok {
+			var params, th string
+			var vals []int64
+			if json.Unmarshal(p, &params) == nil && json.Unmarshal(row[ColTextHash], &th) == nil {
+				if v, ok := row[ColMinhash]; !ok || string(v) == "null" || json.Unmarshal(v, &vals) == nil {
+					rec.Signature = storedSignature(params, th, vals)
+				}
+			}
+		}
 		return fn(rec)
 	}, func(e *engine.JSONLError) {
 		if bad == nil {
@@ -157,13 +205,36 @@ func scanParquet(ctx context.Context, path, idField string, textFields []string,
 	if len(names) == 0 {
 		return fmt.Errorf("%w: %s: none of the text columns %v (columns: %s)", ErrInput, path, textFields, columnNames(schema))
 	}
-	leaves := make([]int, 0, len(cols))
+	// Stored-signature columns, when all three exist, ride along at the end.
+	sigCols := []int{colOf(ColMinhashParams), colOf(ColTextHash), colOf(ColMinhash)}
+	withSig := sigCols[0] >= 0 && sigCols[1] >= 0 && sigCols[2] >= 0
+	// The record reader returns each selected top-level field once, in
+	// order of first request; pos maps a field index to its column.
+	pos := map[int]int{}
+	var leaves []int
+	want := func(field, leaf int) {
+		if _, ok := pos[field]; !ok {
+			pos[field] = len(pos)
+			leaves = append(leaves, leaf)
+		}
+	}
+	if withSig {
+		mh := fr.Manifest.Fields[sigCols[2]]
+		if mh.Field.Type.ID() != arrow.LIST || len(mh.Children) != 1 {
+			withSig = false
+		}
+	}
 	for _, c := range cols {
 		lf := fr.Manifest.Fields[c]
 		if lf.Field.Type.ID() == arrow.STRUCT || lf.Field.Type.ID() == arrow.LIST {
 			return fmt.Errorf("%w: %s: column %q is nested; map a flat string column", ErrInput, path, lf.Field.Name)
 		}
-		leaves = append(leaves, lf.ColIndex)
+		want(c, lf.ColIndex)
+	}
+	if withSig {
+		want(sigCols[0], fr.Manifest.Fields[sigCols[0]].ColIndex)
+		want(sigCols[1], fr.Manifest.Fields[sigCols[1]].ColIndex)
+		want(sigCols[2], fr.Manifest.Fields[sigCols[2]].Children[0].ColIndex)
 	}
 	rr, err := fr.GetRecordReader(ctx, leaves, nil)
 	if err != nil {
@@ -173,7 +244,7 @@ func scanParquet(ctx context.Context, path, idField string, textFields []string,
 	var row int64
 	for rr.Next() {
 		rec := rr.RecordBatch()
-		idArr := rec.Column(0)
+		idArr := rec.Column(pos[idCol])
 		for i := 0; i < int(rec.NumRows()); i++ {
 			row++
 			if idArr.IsNull(i) {
@@ -181,7 +252,7 @@ func scanParquet(ctx context.Context, path, idField string, textFields []string,
 			}
 			r := Record{Path: path, Row: row, ID: cellString(idArr, i)}
 			for k, name := range names {
-				a := rec.Column(k + 1)
+				a := rec.Column(pos[cols[k+1]])
 				if a.IsNull(i) {
 					continue
 				}
@@ -189,6 +260,19 @@ func scanParquet(ctx context.Context, path, idField string, textFields []string,
 			}
 			if len(r.Fields) == 0 {
 				return fmt.Errorf("%w: %s: row %d: all text fields %v are null", ErrInput, path, row, names)
+			}
+			if withSig {
+				pa, ta := rec.Column(pos[sigCols[0]]), rec.Column(pos[sigCols[1]])
+				if la, ok := rec.Column(pos[sigCols[2]]).(*array.List); ok && !pa.IsNull(i) && !ta.IsNull(i) {
+					var vals []int64
+					if !la.IsNull(i) {
+						if iv, ok := la.ListValues().(*array.Int64); ok {
+							lo, hi := la.ValueOffsets(i)
+							vals = iv.Int64Values()[lo:hi]
+						}
+					}
+					r.Signature = storedSignature(cellString(pa, i), cellString(ta, i), vals)
+				}
 			}
 			if err := fn(r); err != nil {
 				return err
@@ -233,6 +317,10 @@ type FileSource struct {
 	IDField    string
 	TextFields []string
 	Tier       func(Record) uint8
+	// ReuseSignatures passes stored signatures (minhash, text_hash,
+	// minhash_params columns) on to Run, which uses those made with its
+	// own SignatureParams instead of re-tokenising.
+	ReuseSignatures bool
 }
 
 // Scan implements Source.
@@ -240,6 +328,9 @@ func (s FileSource) Scan(ctx context.Context, fn func(d Doc) error) error {
 	for _, p := range s.Paths {
 		err := ScanRecords(ctx, p, s.IDField, s.TextFields, func(r Record) error {
 			d := Doc{ID: r.ID, Text: r.Text(), Tier: TierOther}
+			if s.ReuseSignatures {
+				d.Signature = r.Signature
+			}
 			if s.Tier != nil {
 				d.Tier = s.Tier(r)
 			}

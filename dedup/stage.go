@@ -165,6 +165,7 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) err
 	if err != nil {
 		return err
 	}
+	defer res.Close()
 	kept, err := engine.StageWriter[engine.Item](sc, "items")
 	if err != nil {
 		return err

@@ -104,6 +104,7 @@ func endToEnd(ctx context.Context, syn *dedup.Synth, src dedup.Source, cfg dedup
 	if err != nil {
 		return err
 	}
+	defer res.Close()
 	el := time.Since(t).Seconds()
 	cpu := cpuTime() - cpu0
 	st := res.Stats

@@ -19,6 +19,7 @@ type DedupOptions struct {
 	In         []string
 	IDField    string
 	TextFields []string
+	Reuse      bool // reuse stored signatures found in the input
 	Out        string
 	Config     dedup.Config
 	Writer     engine.WriterOptions
@@ -26,11 +27,16 @@ type DedupOptions struct {
 }
 
 // DedupKeptRow is one kept row in DIR/kept-*.parquet.
+// The minhash, text_hash and minhash_params columns let a later run reuse
+// the signatures (--reuse-signatures).
 type DedupKeptRow struct {
-	ID          string `json:"id" arrow:"id"`
-	Text        string `json:"text" arrow:"text"` // compared text (text fields joined)
-	ClusterID   string `json:"cluster_id" arrow:"cluster_id"`
-	ClusterSize int32  `json:"cluster_size" arrow:"cluster_size"`
+	ID            string  `json:"id" arrow:"id"`
+	Text          string  `json:"text" arrow:"text"` // compared text (text fields joined)
+	ClusterID     string  `json:"cluster_id" arrow:"cluster_id"`
+	ClusterSize   int32   `json:"cluster_size" arrow:"cluster_size"`
+	Minhash       []int64 `json:"minhash" arrow:"minhash"` // OPH signature (uint64 bits)
+	TextHash      string  `json:"text_hash" arrow:"text_hash"`
+	MinhashParams string  `json:"minhash_params" arrow:"minhash_params"`
 }
 
 // DedupRejectRow is one removed row in DIR/rejections-*.parquet.
@@ -39,8 +45,11 @@ type DedupRejectRow struct {
 	Reason      string `json:"reason" arrow:"reason"` // exact_duplicate | near_duplicate
 	ClusterID   string `json:"cluster_id" arrow:"cluster_id"`
 	SurvivorID  string `json:"survivor_id" arrow:"survivor_id"`
-	ClusterSize int32  `json:"cluster_size" arrow:"cluster_size"`
-	Text        string `json:"text" arrow:"text"`
+	ClusterSize   int32   `json:"cluster_size" arrow:"cluster_size"`
+	Text          string  `json:"text" arrow:"text"`
+	Minhash       []int64 `json:"minhash" arrow:"minhash"`
+	TextHash      string  `json:"text_hash" arrow:"text_hash"`
+	MinhashParams string  `json:"minhash_params" arrow:"minhash_params"`
 }
 
 func newDedupCmd() *cobra.Command {
@@ -85,6 +94,7 @@ or a row missing the id/text fields, 4 output not writable.`,
 	f.IntVar(&o.Config.Workers, "workers", o.Config.Workers, "signature workers")
 	f.Uint64Var(&o.Config.Seed, "seed", o.Config.Seed, "hash seed (signatures are deterministic for a seed)")
 	f.StringVar(&o.Config.TempDir, "tmp", "", "spill directory for band-key runs (default: system temp)")
+	f.BoolVar(&o.Reuse, "reuse-signatures", false, "use the minhash/text_hash/minhash_params columns of an earlier run's output when their parameters match")
 	_ = c.MarkFlagRequired("in")
 	_ = c.MarkFlagRequired("text-field")
 	_ = c.MarkFlagRequired("out")
@@ -112,11 +122,12 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 	if err := clearOutputs(o.Out, "kept", "rejections"); err != nil {
 		return err
 	}
-	src := dedup.FileSource{Paths: o.In, IDField: o.IDField, TextFields: o.TextFields}
+	src := dedup.FileSource{Paths: o.In, IDField: o.IDField, TextFields: o.TextFields, ReuseSignatures: o.Reuse}
 	res, err := dedup.Run(ctx, src, o.Config, slog.Default())
 	if err != nil {
 		return err
 	}
+	defer res.Close()
 	kept, err := engine.NewShardWriter[DedupKeptRow](o.Out, "kept", "kept", o.Writer)
 	if err != nil {
 		return err
@@ -133,12 +144,22 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 			return fmt.Errorf("%w: input changed between passes at row %d", engine.ErrInput, i+1)
 		}
 		dec := res.Decision(i)
+		sg, err := res.Signature(i)
+		if err != nil {
+			return err
+		}
 		i++
+		mh := make([]int64, len(sg.Values))
+		for k, v := range sg.Values {
+			mh[k] = int64(v)
+		}
+		th := dedup.FormatTextHash(sg.TextHash)
 		if dec.Kept {
-			return kept.Write(DedupKeptRow{ID: d.ID, Text: d.Text, ClusterID: dec.ClusterID, ClusterSize: int32(dec.ClusterSize)})
+			return kept.Write(DedupKeptRow{ID: d.ID, Text: d.Text, ClusterID: dec.ClusterID, ClusterSize: int32(dec.ClusterSize),
+				Minhash: mh, TextHash: th, MinhashParams: sg.Params})
 		}
 		return rejects.Write(DedupRejectRow{ID: d.ID, Reason: dec.Reason, ClusterID: dec.ClusterID, SurvivorID: dec.SurvivorID,
-			ClusterSize: int32(dec.ClusterSize), Text: d.Text})
+			ClusterSize: int32(dec.ClusterSize), Text: d.Text, Minhash: mh, TextHash: th, MinhashParams: sg.Params})
 	})
 	if err != nil {
 		kept.Abort()
@@ -177,6 +198,9 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 		removedBy[dedup.ReasonExactDuplicate], removedBy[dedup.ReasonNearDuplicate], st.Clusters)
 	fmt.Fprintf(o.Stdout, "  banding: %s at threshold %.2f with %d permutations (%s shingles, n=%d); backend %s, verify %s\n",
 		st.Bands, o.Config.Threshold, o.Config.NumPerm, o.Config.Shingle, o.Config.NGram, st.Backend, o.Config.Verify)
+	if st.ReusedSigs > 0 {
+		fmt.Fprintf(o.Stdout, "  reused %d stored signatures\n", st.ReusedSigs)
+	}
 	fmt.Fprintf(o.Stdout, "  candidate pairs %d, verified %d; output: %s (%s)\n", st.CandidatePairs, st.VerifiedPairs, o.Out,
 		strings.Join([]string{"kept-*.parquet", "rejections-*.parquet", "manifest.json"}, ", "))
 	return nil

@@ -67,6 +67,39 @@ func TestDedupCommandParquetInput(t *testing.T) {
 			t.Errorf("%s removed but it is an original", x.ID)
 		}
 	}
+	// Second run over the first run's output (kept + rejected rows) reuses
+	// the stored signatures and reaches the same clusters.
+	first := map[string]string{}
+	for _, x := range r {
+		first[x.ID] = x.SurvivorID
+		if len(x.Minhash) != 128 || x.TextHash == "" || x.MinhashParams == "" {
+			t.Fatalf("rejection row without stored signature: %+v", x)
+		}
+	}
+	out2 := filepath.Join(dir, "out2")
+	var stdout2 strings.Builder
+	o2 := o
+	o2.In, o2.IDField, o2.TextFields, o2.Out, o2.Reuse, o2.Stdout = append(append([]string{}, kept...), rej...), "id", []string{"text"}, out2, true, &stdout2
+	if err := runDedup(context.Background(), o2); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout2.String(), "reused 400 stored signatures") {
+		t.Errorf("second run did not reuse signatures:\n%s", stdout2.String())
+	}
+	rej2, _ := filepath.Glob(filepath.Join(out2, "rejections-*.parquet"))
+	r2, err := engine.ReadAll[DedupRejectRow](rej2...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r2) != len(r) {
+		t.Errorf("second run removed %d, first %d", len(r2), len(r))
+	}
+	for _, x := range r2 {
+		if _, ok := first[x.ID]; !ok {
+			t.Errorf("second run removed %s, first kept it", x.ID)
+		}
+	}
+
 	// A row missing the text field is a clear input error naming the file and line.
 	bad := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(bad, []byte(`{"key":"a","body":"x y z"}`+"\n"+`{"key":"b"}`+"\n"), 0o644)
