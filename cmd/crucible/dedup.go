@@ -41,10 +41,10 @@ type DedupKeptRow struct {
 
 // DedupRejectRow is one removed row in DIR/rejections-*.parquet.
 type DedupRejectRow struct {
-	ID          string `json:"id" arrow:"id"`
-	Reason      string `json:"reason" arrow:"reason"` // exact_duplicate | near_duplicate
-	ClusterID   string `json:"cluster_id" arrow:"cluster_id"`
-	SurvivorID  string `json:"survivor_id" arrow:"survivor_id"`
+	ID            string  `json:"id" arrow:"id"`
+	Reason        string  `json:"reason" arrow:"reason"` // exact_duplicate | near_duplicate
+	ClusterID     string  `json:"cluster_id" arrow:"cluster_id"`
+	SurvivorID    string  `json:"survivor_id" arrow:"survivor_id"`
 	ClusterSize   int32   `json:"cluster_size" arrow:"cluster_size"`
 	Text          string  `json:"text" arrow:"text"`
 	Minhash       []int64 `json:"minhash" arrow:"minhash"`
