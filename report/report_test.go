@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,9 @@ import (
 	"github.com/crucible-data/crucible/internal/testenv"
 	"github.com/crucible-data/crucible/ops/filter"
 	"github.com/crucible-data/crucible/ops/pack"
+	"github.com/crucible-data/crucible/rtl"
+
+	_ "github.com/duckdb/duckdb-go/v2" // an independent reader of the history table
 )
 
 // testStages registers two small stages around the real ones:
@@ -537,5 +541,94 @@ func TestReportBadInputs(t *testing.T) {
 	}
 	if err := (Config{NoHistory: true, HistoryDir: "h"}).Validate(); !errors.Is(err, engine.ErrConfig) {
 		t.Errorf("contradictory config accepted: %v", err)
+	}
+}
+
+// TestReportRealVerifier runs the real RTL verifier (Icarus) on the bundled
+// counter seeds: verdicts and toolchain versions come from real evidence.
+func TestReportRealVerifier(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "p.yaml")
+	os.WriteFile(cfgPath, []byte(fmt.Sprintf(`name: verify
+work_dir: work
+stages:
+  - name: ingest
+    type: ingest
+    inputs: [%s]
+    config: {preset: taskdir}
+  - name: counters
+    type: filter
+    from: [ingest]
+    config: {domains: [rtl], families: [counter]}
+  - name: verify
+    type: verify_rtl
+    from: [counters]
+    config: {workers: 2}
+`, filepath.Join(root, "examples", "seeds"))), 0o644)
+	reg := engine.NewRegistry()
+	ingest.RegisterStages(reg)
+	filter.RegisterStages(reg)
+	rtl.RegisterStages(reg)
+	cfg, err := engine.LoadPipeline(cfgPath, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := cfg.ResolvedWorkDir()
+	r, outs, err := Generate(context.Background(), work, sum, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := readKind[engine.Evidence](t, work, "verify", "evidence")
+	if len(evs) == 0 {
+		t.Fatal("verify_rtl wrote no evidence")
+	}
+	var pass, infra int64
+	tools := map[string]string{}
+	for _, e := range evs {
+		if e.Status == engine.StatusPass {
+			pass++
+		}
+		if engine.IsInfraStage(e.FailureStage) {
+			infra++
+		}
+		for _, tl := range e.Provenance.Toolchain {
+			tools[tl.Name] = tl.Version
+		}
+	}
+	var total, rpass, rinfra int64
+	for _, v := range r.Verdicts {
+		total, rpass, rinfra = total+v.Total, rpass+v.Pass, rinfra+v.InfraTotal
+	}
+	if total != int64(len(evs)) || rpass != pass || rinfra != infra {
+		t.Fatalf("verdicts %+v; evidence: %d rows, %d pass, %d infra", r.Verdicts, len(evs), pass, infra)
+	}
+	if len(r.Toolchain) != len(tools) || len(tools) == 0 {
+		t.Fatalf("toolchain %+v, evidence names %v", r.Toolchain, tools)
+	}
+	for _, tv := range r.Toolchain {
+		if tools[tv.Name] != tv.Version {
+			t.Errorf("tool %s: report %q, evidence %q", tv.Name, tv.Version, tools[tv.Name])
+		}
+	}
+	t.Logf("verdicts %+v toolchain %+v", r.Verdicts, r.Toolchain)
+
+	// Any SQL engine reads the history folder as one table.
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var runs, verdicts, stages int64
+	q := fmt.Sprintf("SELECT count(*), sum(verdicts), sum(len(stages)) FROM read_parquet('%s/*.parquet')", filepath.Dir(outs.History))
+	if err := db.QueryRow(q).Scan(&runs, &verdicts, &stages); err != nil {
+		t.Fatal(err)
+	}
+	if runs != 1 || verdicts != int64(len(evs)) || stages != 3 {
+		t.Fatalf("DuckDB on the history: %d runs, %d verdicts, %d stages", runs, verdicts, stages)
 	}
 }
