@@ -1,0 +1,122 @@
+package gates
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/ops/evolve"
+	"github.com/crucible-data/crucible/ops/evolve/textgen"
+	"github.com/crucible-data/crucible/rtl"
+)
+
+// auditGate checks the contract itself under the trusted toolchain: the
+// evolved reference compiles and passes its own verifier (the rtl
+// reference self-check, Icarus), Yosys reads the same ports the item
+// declares, and the generator's audit role accepts the instruction.
+type auditGate struct {
+	cfg AuditConfig
+	env Env
+}
+
+func (g *auditGate) Name() string { return GateAudit }
+
+func (g *auditGate) Check(ctx context.Context, cands []*Candidate) error {
+	var items []engine.Item
+	var idx []*Candidate
+	for _, c := range cands {
+		if c.Item.Domain != engine.DomainRTL {
+			c.reject(GateAudit, ReasonUnjudged, "no verifier for domain "+c.Item.Domain+" in this build")
+			continue
+		}
+		items = append(items, c.Item)
+		idx = append(idx, c)
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	evs, err := g.env.Verifier.VerifyReferences(ctx, items)
+	if err != nil {
+		return err
+	}
+	var passed []*Candidate
+	for k, ev := range evs {
+		c := idx[k]
+		c.addEvidence(ev)
+		switch {
+		case ev.Status == engine.StatusPass:
+			passed = append(passed, c)
+		case ev.FailureStage == engine.StageReferenceSelfCheck && strings.Contains(ev.Cause, ": compile:"):
+			c.reject(GateAudit, ReasonReferenceCompile, ev.Cause+firstLog(ev))
+		case ev.FailureStage == engine.StageReferenceSelfCheck:
+			c.reject(GateAudit, ReasonReferenceFailed, ev.Cause)
+		default:
+			c.reject(GateAudit, ReasonUnjudged, ev.FailureStage+": "+ev.Cause)
+		}
+	}
+	g2, gctx := errgroup.WithContext(ctx)
+	g2.SetLimit(g.env.Verifier.Config().Workers)
+	for _, c := range passed {
+		g2.Go(func() error { return g.contract(gctx, c) })
+	}
+	if err := g2.Wait(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func firstLog(ev engine.Evidence) string {
+	l := strings.TrimSpace(ev.LogExcerpt)
+	if l == "" {
+		return ""
+	}
+	if i := strings.IndexByte(l, '\n'); i > 0 {
+		l = l[:i]
+	}
+	return " | " + l
+}
+
+func (g *auditGate) contract(ctx context.Context, c *Candidate) error {
+	it := &c.Item
+	if g.cfg.CheckInterface {
+		got, err := rtl.ExtractInterface(ctx, it.Reference, rtl.RefModuleName)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			c.reject(GateAudit, ReasonReferenceCompile, "Yosys cannot read the reference: "+err.Error())
+			return nil
+		}
+		if !evolve.SamePorts(got, it.Interface) {
+			c.reject(GateAudit, ReasonInterfaceMismatch, fmt.Sprintf("declared ports %s, Yosys reads %s", portList(it.Interface), portList(got)))
+			return nil
+		}
+		// Clock/reset claims are checked where Yosys proves them from flip-flops.
+		if it.Route == engine.RouteContractMutation && got.Reset != "" && got.Reset == it.Interface.Reset &&
+			(got.ResetPolarity != it.Interface.ResetPolarity || got.ResetKind != it.Interface.ResetKind) {
+			c.reject(GateAudit, ReasonInterfaceMismatch, fmt.Sprintf("declared reset %s %s/%s, Yosys reads %s/%s", it.Interface.Reset,
+				it.Interface.ResetPolarity, it.Interface.ResetKind, got.ResetPolarity, got.ResetKind))
+			return nil
+		}
+	}
+	if g.cfg.SpecAudit {
+		resp, err := g.env.Generator.Generate(ctx, textgen.Request{Role: textgen.RoleAudit, ItemID: it.ItemID, Instruction: it.Instruction, Interface: it.Interface})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			c.reject(GateAudit, ReasonUnjudged, "spec audit: "+err.Error())
+			return nil
+		}
+		if !textgen.AuditPassed(resp.Text) {
+			c.reject(GateAudit, ReasonSpecAudit, resp.Model+": "+resp.Text)
+			return nil
+		}
+	}
+	c.Deferred = ""
+	it.ReferenceStatus = engine.RefVerified
+	return nil
+}

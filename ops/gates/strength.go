@@ -1,0 +1,191 @@
+package gates
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/ops/evolve"
+	"github.com/crucible-data/crucible/rtl"
+)
+
+// strengthGate checks that the evolved verifier discriminates: the parent
+// reference (adapted to the evolved interface, see evolve.AdaptParent) must
+// fail it, except on routes that keep the parent's behaviour (solution-first,
+// instruction-first), and simple mutants of the evolved reference must be
+// killed. Candidates run in one batch through the verifier's pool.
+type strengthGate struct {
+	cfg StrengthConfig
+	env Env
+
+	mu     sync.Mutex
+	ifaces map[string]engine.Interface // parent id -> extracted interface
+}
+
+func (g *strengthGate) Name() string { return GateStrength }
+
+// Candidate ids of the strength runs.
+const (
+	CandParent     = "parent"
+	candMutantPref = "mutant:"
+)
+
+func keepsBehaviour(it *engine.Item) bool {
+	return it.Route == engine.RouteSolutionFirst || it.Route == engine.RouteInstructionFirst
+}
+
+func (g *strengthGate) parentIface(ctx context.Context, p *engine.Item) (engine.Interface, error) {
+	g.mu.Lock()
+	if g.ifaces == nil {
+		g.ifaces = map[string]engine.Interface{}
+	}
+	if i, ok := g.ifaces[p.ItemID]; ok {
+		g.mu.Unlock()
+		return i, nil
+	}
+	g.mu.Unlock()
+	i, err := rtl.ExtractInterface(ctx, p.Reference, rtl.RefModuleName)
+	if err != nil {
+		return i, err
+	}
+	g.mu.Lock()
+	g.ifaces[p.ItemID] = i
+	g.mu.Unlock()
+	return i, nil
+}
+
+func (g *strengthGate) Check(ctx context.Context, cands []*Candidate) error {
+	var items []engine.Item
+	var runs []engine.Candidate
+	owner := map[int]*Candidate{}
+	for _, c := range cands {
+		it := c.Item
+		if it.Domain != engine.DomainRTL {
+			c.reject(GateStrength, ReasonUnjudged, "no verifier for domain "+it.Domain+" in this build")
+			continue
+		}
+		if !keepsBehaviour(&it) {
+			if c.Parent == nil {
+				c.reject(GateStrength, ReasonParentMissing, "parent "+it.ParentID+" is not among the inputs, so its failure cannot be checked")
+				continue
+			}
+			piface, err := g.parentIface(ctx, c.Parent)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				c.reject(GateStrength, ReasonUnjudged, "parent interface extraction failed: "+err.Error())
+				continue
+			}
+			code, err := evolve.AdaptParent(c.Parent.Reference, piface, it.Interface)
+			if err != nil {
+				c.reject(GateStrength, ReasonUnjudged, "adapting the parent: "+err.Error())
+				continue
+			}
+			owner[len(runs)] = c
+			runs = append(runs, engine.Candidate{ItemID: it.ItemID, CandidateID: CandParent, Code: code})
+		}
+		muts, err := evolve.Mutants(it.Reference, ifaceAsRef(it.Interface), g.cfg.MaxMutants)
+		if err != nil {
+			c.reject(GateStrength, ReasonFormat, "deriving mutants: "+err.Error())
+			continue
+		}
+		for _, m := range muts {
+			owner[len(runs)] = c
+			runs = append(runs, engine.Candidate{ItemID: it.ItemID, CandidateID: candMutantPref + m.Name, Code: m.Code})
+		}
+		items = append(items, it)
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	evs, err := g.env.Verifier.Verify(ctx, items, runs)
+	if err != nil {
+		return err
+	}
+	type tally struct {
+		killed, judged int
+		survivors      []string
+		parent         *engine.Evidence
+		refBroken      bool
+		unjudged       string
+	}
+	tallies := map[*Candidate]*tally{}
+	for k, ev := range evs {
+		c := owner[k]
+		t := tallies[c]
+		if t == nil {
+			t = &tally{}
+			tallies[c] = t
+		}
+		c.addEvidence(ev)
+		switch {
+		case ev.FailureStage == engine.StageReferenceSelfCheck:
+			t.refBroken = true
+		case ev.Status == engine.StatusUnjudged:
+			t.unjudged = ev.FailureStage + ": " + ev.Cause
+		case ev.CandidateID == CandParent:
+			e := ev
+			t.parent = &e
+		default:
+			t.judged++
+			if ev.Status == engine.StatusFail {
+				t.killed++
+			} else {
+				t.survivors = append(t.survivors, strings.TrimPrefix(ev.CandidateID, candMutantPref))
+			}
+		}
+	}
+	for c, t := range tallies {
+		switch {
+		case t.refBroken:
+			c.Deferred = GateStrength // the audit gate judges a reference that fails its own verifier
+		case t.unjudged != "":
+			c.reject(GateStrength, ReasonUnjudged, t.unjudged)
+		case t.parent != nil && t.parent.Status == engine.StatusPass:
+			c.Distance = 0
+			c.reject(GateStrength, ReasonNotDistinguished, fmt.Sprintf("the parent reference passes the evolved verifier (%s): the change is not observable", samplesText(t.parent)))
+		default:
+			if t.parent != nil {
+				c.Distance = distance(t.parent)
+				mm, _ := t.parent.Measurement("mismatches")
+				if t.parent.FailureStage == engine.StageMismatch && mm.Int < g.cfg.MinParentMismatches {
+					c.reject(GateStrength, ReasonNotDistinguished, fmt.Sprintf("the parent mismatches on %d samples, fewer than %d", mm.Int, g.cfg.MinParentMismatches))
+					continue
+				}
+			}
+			if t.judged > 0 && float64(t.killed) < g.cfg.MinKillRatio*float64(t.judged) {
+				c.reject(GateStrength, ReasonWeakVerifier, fmt.Sprintf("the evolved verifier kills %d of %d simple mutants (want >= %.0f%%); survivors: %s",
+					t.killed, t.judged, 100*g.cfg.MinKillRatio, strings.Join(t.survivors, ", ")))
+			}
+		}
+	}
+	return nil
+}
+
+// ifaceAsRef is the interface as seen from the reference module (the
+// mutant operators read clock/reset names from it; Top is not used).
+func ifaceAsRef(i engine.Interface) engine.Interface {
+	i.Top = rtl.RefModuleName
+	return i
+}
+
+func samplesText(ev *engine.Evidence) string {
+	mm, _ := ev.Measurement("mismatches")
+	s, _ := ev.Measurement("samples")
+	return fmt.Sprintf("%d mismatches in %d samples", mm.Int, s.Int)
+}
+
+// distance is the fraction of compared samples that differ; a parent that
+// fails before any comparison (it does not compile against the evolved
+// harness) counts as 1.
+func distance(ev *engine.Evidence) float64 {
+	s, ok := ev.Measurement("samples")
+	if !ok || s.Int <= 0 {
+		return 1
+	}
+	mm, _ := ev.Measurement("mismatches")
+	return float64(mm.Int) / float64(s.Int)
+}
