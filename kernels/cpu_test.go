@@ -72,6 +72,7 @@ var cpuWant = map[string]struct{ status, stage, gate string }{
 	"nocompile": {engine.StatusFail, engine.StageCompile, ""},
 	"noentry":   {engine.StatusFail, engine.StageElaborate, ""},
 	"exitcall":  {engine.StatusFail, engine.StageSimulate, ""},
+	"noop":      {engine.StatusFail, engine.StageExploit, GateLaunchEvidence},
 }
 
 // TestCPUBackendVerdicts runs every kind of candidate through one verifier
@@ -204,5 +205,46 @@ func TestBackendRestriction(t *testing.T) {
 	ev = v.Verify(context.Background(), nil, engine.Candidate{ItemID: "nope", CandidateID: "c"})
 	if ev.Status != engine.StatusUnjudged || ev.FailureStage != engine.StagePayloadCorrupt {
 		t.Fatalf("unknown item: got %s/%s", ev.Status, ev.FailureStage)
+	}
+}
+
+// A candidate far faster than any honest one fires suspicious_speedup even
+// though its outputs are right.
+func TestSuspiciousSpeedupGate(t *testing.T) {
+	it := loadSeed(t, "vector_add_f32")
+	it.ItemID = "slow_ref"
+	it.Reference = "#include <stdint.h>\n#include <unistd.h>\nvoid vector_add(const float *a, const float *b, float *out, int64_t n) {\n" +
+		"\tusleep(20000);\n\tfor (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];\n}\n"
+	cfg := testConfig()
+	cfg.SuspiciousSpeedup = 20
+	v, err := NewVerifier(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	ev := v.Verify(context.Background(), map[string]engine.Item{it.ItemID: it}, cpuCandidate(t, it.ItemID, "correct"))
+	if ev.Status != engine.StatusFail || ev.FailureStage != engine.StageExploit {
+		t.Fatalf("got %s/%s %s", ev.Status, ev.FailureStage, ev.Cause)
+	}
+	if m, ok := ev.Measurement("exploit_" + GateSuspiciousSpeedup); !ok || m.Int != 1 {
+		t.Fatalf("gate did not fire: %s", ev.Cause)
+	}
+	if m, _ := ev.Measurement("faster"); m.Int != 1 {
+		t.Fatal("a 20x+ speedup should also count as faster by its CI")
+	}
+}
+
+func TestBackendsReport(t *testing.T) {
+	st := Backends(testConfig())
+	if len(st) != 3 || st[0].Name != BackendCPU || st[1].Name != BackendCUDA || st[2].Name != BackendTriton {
+		t.Fatalf("backends %+v", st)
+	}
+	for _, b := range st {
+		if b.Detail == "" {
+			t.Errorf("%s: no detail (version or reason)", b.Name)
+		}
+	}
+	if !st[0].Available {
+		t.Skipf("cpu backend unavailable here: %s", st[0].Detail)
 	}
 }

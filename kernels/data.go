@@ -102,6 +102,10 @@ func Compare(dtype string, ref, cand []byte, tol float64) Comparison {
 		c.Bad, c.FirstBad = c.Elems, 0
 		return c
 	}
+	if dtype == "float32" {
+		compareF32(ref, cand, tol, &c)
+		return c
+	}
 	p := PoisonByte(dtype)
 	for i := int64(0); i < c.Elems; i++ {
 		raw := cand[i*size : (i+1)*size]
@@ -138,6 +142,48 @@ func Compare(dtype string, ref, cand []byte, tol float64) Comparison {
 		}
 	}
 	return c
+}
+
+// compareF32 is Compare's float32 fast path (the common case, and the one
+// that meets the largest GPU outputs): the same rules without per-element
+// dtype dispatch.
+func compareF32(ref, cand []byte, tol float64, c *Comparison) {
+	le := binary.LittleEndian
+	for i := int64(0); i < c.Elems; i++ {
+		cb := le.Uint32(cand[4*i:])
+		if cb == 0xFFFFFFFF {
+			c.Unwritten++
+		}
+		r := float64(math.Float32frombits(le.Uint32(ref[4*i:])))
+		x := float64(math.Float32frombits(cb))
+		d := math.Abs(x - r)
+		if lim := tol + tol*math.Abs(r); d <= lim && !math.IsInf(lim, 0) { // false for any NaN/Inf involvement
+			if d > c.MaxAbs {
+				c.MaxAbs = d
+			}
+			if rel := d / math.Max(math.Abs(r), 1e-12); rel > c.MaxRel && math.Abs(r) > tol {
+				c.MaxRel = rel
+			}
+			continue
+		}
+		switch {
+		case math.IsNaN(r) && math.IsNaN(x), math.IsInf(r, 0) && r == x:
+			continue // same special value
+		case math.IsNaN(x) || math.IsInf(x, 0):
+			c.MaxAbs = math.Inf(1)
+		case !math.IsNaN(r) && !math.IsInf(r, 0):
+			if d > c.MaxAbs {
+				c.MaxAbs = d
+			}
+			if rel := d / math.Max(math.Abs(r), 1e-12); rel > c.MaxRel && math.Abs(r) > tol {
+				c.MaxRel = rel
+			}
+		}
+		c.Bad++
+		if c.FirstBad < 0 {
+			c.FirstBad = i
+		}
+	}
 }
 
 func allByte(b []byte, v byte) bool {

@@ -243,3 +243,26 @@ func TestRegisterStagesConfig(t *testing.T) {
 		}
 	}
 }
+
+// The float32 fast path and the generic path agree on every edge case.
+func TestCompareF32MatchesGeneric(t *testing.T) {
+	vals := []float32{0, 1, -1, 1e-5, 3.5, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1.00005, -2}
+	for _, r := range vals {
+		for _, x := range vals {
+			rb, xb := make([]byte, 4), make([]byte, 4)
+			binary.LittleEndian.PutUint32(rb, math.Float32bits(r))
+			binary.LittleEndian.PutUint32(xb, math.Float32bits(x))
+			fast := Compare("float32", rb, xb, 1e-4)
+			var slow Comparison
+			slow.Elems, slow.FirstBad = 1, -1
+			// Generic path via a dtype that shares float semantics: decode as float64.
+			r64, x64 := make([]byte, 8), make([]byte, 8)
+			binary.LittleEndian.PutUint64(r64, math.Float64bits(float64(r)))
+			binary.LittleEndian.PutUint64(x64, math.Float64bits(float64(x)))
+			slow = Compare("float64", r64, x64, 1e-4)
+			if fast.Bad != slow.Bad {
+				t.Errorf("r=%g x=%g: fast bad=%d generic bad=%d", r, x, fast.Bad, slow.Bad)
+			}
+		}
+	}
+}
