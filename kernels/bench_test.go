@@ -8,7 +8,8 @@ import (
 )
 
 // Benchmarks of the verifier's own overhead. Run with
-//   go test -run '^$' -bench . -benchmem ./kernels
+//
+//	go test -run '^$' -bench . -benchmem ./kernels
 func benchTask(b *testing.B, n int64) *Task {
 	it := engine.Item{ItemID: "bench", Domain: engine.DomainKernel, Reference: "x",
 		Interface: engine.Interface{Args: []engine.KernelArg{{Name: "a", Role: "input", Shape: []int64{n}, DType: "float32"},
