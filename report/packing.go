@@ -50,12 +50,19 @@ func (r *Report) collectPacking(ctx context.Context, stages []stageOut) error {
 	if err != nil {
 		return err
 	}
-	if pm == nil {
+	switch {
+	case pm == nil:
 		r.Notes = append(r.Notes, fmt.Sprintf("stage %s has no %s: layout, seq_len and per-domain sample counts unknown", so.name, pack.ManifestFile))
-	} else {
+	case len(so.out.Parts) > 1:
+		// Every shard part of a sharded pack stage writes the same
+		// pack-manifest.json, so it holds one part's counts: take only the
+		// settings from it; counts come from the summed stage counters.
+		p.Layout, p.SeqLen = pm.Layout, int64(pm.SeqLen)
+		pm.Groups = nil
+		r.Notes = append(r.Notes, fmt.Sprintf("stage %s ran in %d shard parts: per-domain sample counts unknown (dropped counts are exact)", so.name, len(so.out.Parts)))
+	default:
 		p.Layout, p.SeqLen, p.FillRatio = pm.Layout, int64(pm.SeqLen), pm.FillRatio
-		p.SamplesIn, p.Packed, p.Dropped, p.Rejected = pm.Counts.SamplesIn, pm.Counts.Packed, pm.Counts.Dropped, pm.Counts.Rejected
-		p.TokensPacked, p.TokensDropped = pm.Counts.TokensPacked, pm.Counts.TokensDropped
+		p.SamplesIn, p.Rejected = pm.Counts.SamplesIn, pm.Counts.Rejected
 	}
 
 	var before, after []float64
