@@ -66,8 +66,12 @@ func syntheticWork(b *testing.B, n int) string {
 		var all []engine.ShardInfo
 		for _, w := range []func() ([]engine.ShardInfo, error){
 			func() ([]engine.ShardInfo, error) { return engine.WriteAll(ctx, dir, "items", "items", opts, kept) },
-			func() ([]engine.ShardInfo, error) { return engine.WriteAll(ctx, dir, "evidence", "evidence", opts, evs) },
-			func() ([]engine.ShardInfo, error) { return engine.WriteAll(ctx, dir, "rejections", "rejections", opts, rejs) },
+			func() ([]engine.ShardInfo, error) {
+				return engine.WriteAll(ctx, dir, "evidence", "evidence", opts, evs)
+			},
+			func() ([]engine.ShardInfo, error) {
+				return engine.WriteAll(ctx, dir, "rejections", "rejections", opts, rejs)
+			},
 		} {
 			s, err := w()
 			if err != nil {
