@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -66,6 +67,15 @@ cluster: the earliest row. Writes DIR/kept-*.parquet, DIR/rejections-*.parquet
 and DIR/manifest.json, and prints the banding and its detection probability at
 the threshold.
 
+Output rows carry the signature (minhash, text_hash, minhash_params), so a
+corpus split in parts is deduplicated part by part (in parallel, anywhere)
+and then across parts with one merge run over the parts' kept rows:
+  crucible dedup --in part-1.jsonl ... --out d1     (one run per part)
+  crucible dedup --in 'd1/kept-*.parquet' --in 'd2/kept-*.parquet' \
+      --id-field id --text-field text --reuse-signatures --out merged
+The merge run skips tokenising and signing; it only bands, verifies and
+clusters.
+
 Exit codes: 0 done (duplicates found or not), 2 bad flags, 3 unreadable input
 or a row missing the id/text fields, 4 output not writable.`,
 		Args: cobra.NoArgs,
@@ -79,7 +89,7 @@ or a row missing the id/text fields, 4 output not writable.`,
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&o.In, "in", nil, "input JSONL or Parquet file (repeatable; required)")
+	f.StringArrayVar(&o.In, "in", nil, "input JSONL or Parquet file or glob (repeatable; required)")
 	f.StringVar(&o.IDField, "id-field", "id", "id column (alternatives separated by |, e.g. item_id|id)")
 	f.StringArrayVar(&o.TextFields, "text-field", nil, "text column compared (repeatable: fields are joined; required)")
 	f.StringVar(&o.Out, "out", "", "output directory (required)")
@@ -111,11 +121,22 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 	if err := o.Config.Validate(); err != nil {
 		return err
 	}
+	var in []string
 	for _, p := range o.In {
+		if strings.ContainsAny(p, "*?[") {
+			m, err := filepath.Glob(p)
+			if err != nil || len(m) == 0 {
+				return fmt.Errorf("%w: --in %s matches no file", engine.ErrInput, p)
+			}
+			in = append(in, m...)
+			continue
+		}
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("%w: --in %s: %v", engine.ErrInput, p, err)
 		}
+		in = append(in, p)
 	}
+	o.In = in
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return fmt.Errorf("%w: %v", engine.ErrIO, err)
 	}

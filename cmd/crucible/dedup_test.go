@@ -79,7 +79,7 @@ func TestDedupCommandParquetInput(t *testing.T) {
 	out2 := filepath.Join(dir, "out2")
 	var stdout2 strings.Builder
 	o2 := o
-	o2.In, o2.IDField, o2.TextFields, o2.Out, o2.Reuse, o2.Stdout = append(append([]string{}, kept...), rej...), "id", []string{"text"}, out2, true, &stdout2
+	o2.In, o2.IDField, o2.TextFields, o2.Out, o2.Reuse, o2.Stdout = []string{filepath.Join(out, "kept-*.parquet"), filepath.Join(out, "rejections-*.parquet")}, "id", []string{"text"}, out2, true, &stdout2
 	if err := runDedup(context.Background(), o2); err != nil {
 		t.Fatal(err)
 	}
