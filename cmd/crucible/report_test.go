@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/internal/testenv"
 	"github.com/crucible-data/crucible/report"
 )
@@ -58,6 +59,13 @@ func TestReportBuildAndDiff(t *testing.T) {
 		if !strings.Contains(out.String(), filepath.Join(run, "report.html")) {
 			t.Fatalf("report build output: %s", out.String())
 		}
+	}
+	for _, run := range []string{runA, runB} {
+		r, err := report.Load(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkReportAgainstShards(t, run, r)
 	}
 	rows, err := report.ReadHistory(hist)
 	if err != nil || len(rows) != 2 || rows[0].FinalItems != 35 || rows[1].FinalItems != 30 {
@@ -118,5 +126,100 @@ func TestReportCommandWiring(t *testing.T) {
 	// The build hook writes nothing for a shard part of a sharded build.
 	if err := writeBuildReport(context.Background(), &bytes.Buffer{}, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReportOfDemoBuild builds the bundled demo pipeline (examples/nightly.yaml,
+// what `make demo` runs) into a temp dir and checks the report's numbers
+// against counts taken directly from the shards.
+func TestReportOfDemoBuild(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	cfg := filepath.Join(root, "examples", "nightly.yaml")
+	if _, err := os.Stat(cfg); err != nil {
+		t.Skipf("no demo pipeline at %s: %v", cfg, err)
+	}
+	if testing.Short() {
+		t.Skip("the demo build runs real verifiers; skipped with -short")
+	}
+	ctx := context.Background()
+	work := filepath.Join(t.TempDir(), "work")
+	if err := runBuild(ctx, BuildOptions{Config: cfg, WorkDir: work, Out: &bytes.Buffer{}}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runReportBuild(ctx, ReportBuildOptions{WorkDir: work, Config: report.Config{NoHistory: true}, Out: &out}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := report.Load(ctx, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReportAgainstShards(t, work, r)
+	page, err := os.ReadFile(filepath.Join(work, report.HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"funnel", "rejections", "operators", "coverage", "verdicts", "lengths", "packing", "stages", "toolchain", "config"} {
+		if !strings.Contains(string(page), `<section id="`+id+`">`) {
+			t.Errorf("page lacks section %s", id)
+		}
+	}
+}
+
+// checkReportAgainstShards recounts, for any pipeline, the funnel, the
+// rejections and the verdicts of every stage from its shards.
+func checkReportAgainstShards(t *testing.T, work string, r *report.Report) {
+	t.Helper()
+	var rejTotal int64
+	for _, x := range r.Rejections {
+		rejTotal += x.Count
+	}
+	var rejShards int64
+	for i, st := range r.Stages {
+		so, err := engine.LoadStageOutput(filepath.Join(work, st.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rej, err := engine.ReadAll[engine.Rejection](so.Shards("rejections")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rejShards += int64(len(rej))
+		if r.Funnel[i].Rejected != int64(len(rej)) {
+			t.Errorf("stage %s: %d rejected in the report, %d rows in its shards", st.Name, r.Funnel[i].Rejected, len(rej))
+		}
+		var items int64
+		for _, k := range []string{"items", "train", "validation"} {
+			rows, err := engine.ReadAll[engine.Item](so.Shards(k)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			items += int64(len(rows))
+		}
+		if items > 0 && r.Funnel[i].Rows != items {
+			t.Errorf("stage %s: funnel %d, %d items in its shards", st.Name, r.Funnel[i].Rows, items)
+		}
+		evs, err := engine.ReadAll[engine.Evidence](so.Shards("evidence")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pass, total int64
+		for _, v := range r.Verdicts {
+			if v.Stage == st.Name {
+				pass, total = pass+v.Pass, total+v.Total
+			}
+		}
+		var shardPass int64
+		for _, e := range evs {
+			if e.Status == engine.StatusPass {
+				shardPass++
+			}
+		}
+		if total != int64(len(evs)) || pass != shardPass {
+			t.Errorf("stage %s: report %d verdicts (%d pass), shards %d (%d pass)", st.Name, total, pass, len(evs), shardPass)
+		}
+	}
+	if rejTotal != rejShards {
+		t.Errorf("rejections: report %d, shards %d", rejTotal, rejShards)
 	}
 }
