@@ -18,9 +18,15 @@ const (
 // applied with prlimit(1) to the child before it execs, so they hold for the
 // whole process tree the tool spawns.
 type Limits struct {
-	CompileTimeout    time.Duration // wall clock for iverilog / verilator builds
+	// The time budget that decides a candidate's timeout is CPU time
+	// (RLIMIT_CPU), which does not depend on how loaded the machine is. The
+	// wall-clock limits are backstops: a process killed by one before it
+	// used most of its CPU budget was starved, not slow, and that is an
+	// infrastructure failure (retried, never a candidate's fail).
+	CompileTimeout    time.Duration // wall clock for iverilog / verilator / yosys runs
 	SimTimeout        time.Duration // wall clock for one simulation run
-	CPUSeconds        int           // RLIMIT_CPU per process (soft; hard = soft+1)
+	CPUSeconds        int           // RLIMIT_CPU of a simulation (soft; hard = soft+1)
+	CompileCPUSeconds int           // RLIMIT_CPU of a build (Verilator's C++ compile needs more)
 	AddressSpaceBytes int64         // RLIMIT_AS per process
 	FileSizeBytes     int64         // RLIMIT_FSIZE: largest file a process may write
 	Processes         int           // RLIMIT_NPROC (not enforced for root by the kernel)
@@ -65,9 +71,10 @@ func DefaultConfig() Config {
 		Retries:      2,
 		RetryBackoff: 50 * time.Millisecond,
 		Limits: Limits{
-			CompileTimeout:    60 * time.Second,
-			SimTimeout:        30 * time.Second,
-			CPUSeconds:        60,
+			CompileTimeout:    300 * time.Second,
+			SimTimeout:        60 * time.Second,
+			CPUSeconds:        10,
+			CompileCPUSeconds: 120,
 			AddressSpaceBytes: 4 << 30,
 			FileSizeBytes:     64 << 20,
 			Processes:         4096,
@@ -104,6 +111,9 @@ func (c Config) Validate() error {
 	}
 	if l.CPUSeconds < 1 {
 		bad = append(bad, "limits.cpu_seconds must be >= 1")
+	}
+	if l.CompileCPUSeconds < 1 {
+		bad = append(bad, "limits.compile_cpu_seconds must be >= 1")
 	}
 	if l.AddressSpaceBytes < 64<<20 {
 		bad = append(bad, "limits.address_space_bytes must be >= 64 MiB")

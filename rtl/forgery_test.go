@@ -49,6 +49,9 @@ func TestForgeryDifferential(t *testing.T) {
 		{"plusargs", wrongCounter("  initial if ($test$plusargs(\"x\")) ;"), fail, engine.StageStatic},
 		{"value-plusargs", wrongCounter("  integer x; initial if ($value$plusargs(\"x=%d\", x)) ;"), fail, engine.StageStatic},
 		{"dumpfile", wrongCounter("  initial $dumpfile(\"harness.sv\");"), fail, engine.StageStatic},
+		// Steering the harness's stimulus through the shared $random seed.
+		{"steer-stimulus", wrongCounter("  integer k; initial for (k = 0; k < 7; k = k + 1) k = k + ($random & 0);"), fail, engine.StageStatic},
+		{"urandom", wrongCounter("  initial if ($urandom) ;"), fail, engine.StageStatic},
 		{"unknown-vpi-task", wrongCounter("  initial $my_vpi_hook;"), fail, engine.StageStatic},
 		// Shadowing harness modules.
 		{"define-tb", wrongCounter("") + "\nmodule tb; endmodule\n", fail, engine.StageStatic},

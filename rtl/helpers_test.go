@@ -79,8 +79,7 @@ func requireTools(t testing.TB, names ...string) {
 func testConfig(t testing.TB) Config {
 	cfg := DefaultConfig()
 	cfg.TempDir = t.TempDir()
-	cfg.Limits.SimTimeout = 10 * time.Second
-	cfg.Limits.CPUSeconds = 10
+	cfg.Limits.CPUSeconds = 5
 	cfg.RetryBackoff = time.Millisecond
 	return cfg
 }

@@ -94,11 +94,13 @@ func (v *Verifier) runJob(ctx context.Context, c Contract, candidate string, exp
 	}
 	start := time.Now()
 	lim := v.cfg.Limits
-	build, err := runLimited(ctx, dir, v.prlimit, lim, lim.CompileTimeout, v.sim.BuildArgs(c.HarnessTop(), names), v.hook("build"))
+	blim := lim
+	blim.CPUSeconds = lim.CompileCPUSeconds
+	build, err := runLimited(ctx, dir, v.prlimit, blim, lim.CompileTimeout, v.sim.BuildArgs(c.HarnessTop(), names), v.hook("build"))
 	if err != nil {
 		return jobOutcome{}, err
 	}
-	if st, cause := classifyProcess(build, "build", lim, lim.CompileTimeout); st != "" {
+	if st, cause := classifyProcess(build, "build", blim, lim.CompileTimeout); st != "" {
 		o := outcomeFor(st, cause, redact(build.Stderr.String()))
 		o.Wall = time.Since(start)
 		return o, nil

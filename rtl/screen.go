@@ -16,14 +16,16 @@ import (
 // allowedSystemTasks is a whitelist: an unknown system task could be a VPI
 // extension reaching the file system or the simulator's state, so only
 // pure computation, console output and assertions' messages are allowed.
-// File I/O, $system, plusargs, dumps and $readmem*/$writemem* are absent.
+// File I/O, $system, plusargs, dumps and $readmem*/$writemem* are absent,
+// and so are $random/$urandom/$dist_*: they share the simulator's global
+// seed with the harness's stimulus, so calling them would let a candidate
+// steer which stimulus it is tested on.
 var allowedSystemTasks = setOf(
 	"$display", "$displayb", "$displayh", "$displayo", "$write", "$writeb", "$writeh", "$writeo",
 	"$strobe", "$strobeb", "$strobeh", "$strobeo", "$monitor", "$monitorb", "$monitorh", "$monitoro",
 	"$monitoron", "$monitoroff", "$time", "$stime", "$realtime", "$timeformat", "$printtimescale",
 	"$signed", "$unsigned", "$clog2", "$bits", "$size", "$high", "$low", "$left", "$right",
-	"$increment", "$dimensions", "$unpacked_dimensions", "$random", "$urandom", "$urandom_range",
-	"$dist_uniform", "$dist_normal", "$countones", "$countbits", "$onehot", "$onehot0", "$isunknown",
+	"$increment", "$dimensions", "$unpacked_dimensions", "$countones", "$countbits", "$onehot", "$onehot0", "$isunknown",
 	"$error", "$warning", "$info", "$sformat", "$sformatf", "$psprintf", "$rtoi", "$itor", "$realtobits",
 	"$bitstoreal", "$shortrealtobits", "$bitstoshortreal", "$cast", "$ln", "$log10", "$exp", "$sqrt",
 	"$pow", "$floor", "$ceil", "$sin", "$cos", "$tan", "$asin", "$acos", "$atan", "$atan2", "$hypot",

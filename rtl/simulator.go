@@ -169,12 +169,18 @@ func classifyProcess(r procResult, phase string, lim Limits, timeout time.Durati
 	switch {
 	case r.StartErr != nil:
 		return engine.StageToolchainMissing, fmt.Sprintf("%s: cannot start: %v", phase, r.StartErr)
+	case r.TimedOut && r.CPU < time.Duration(lim.CPUSeconds)*time.Second*9/10:
+		// Killed by the wall clock long before its CPU budget was spent:
+		// the process was starved by other load, which says nothing about
+		// the candidate. Retry it as an infrastructure failure.
+		return engine.StageWorkerCrash, fmt.Sprintf("%s: wall-clock limit of %s reached with only %.1fs of its %ds CPU budget used (machine overloaded)",
+			phase, timeout, r.CPU.Seconds(), lim.CPUSeconds)
 	case r.TimedOut:
-		return engine.StageTimeout, fmt.Sprintf("%s: wall-clock limit of %s reached", phase, timeout)
+		return engine.StageTimeout, fmt.Sprintf("%s: CPU-time limit of %ds reached", phase, lim.CPUSeconds)
 	case r.OutputExceeded:
 		return engine.StageResource, fmt.Sprintf("%s: output passed the %d-byte limit", phase, lim.OutputKillBytes)
 	case r.Signal == sigXCPU:
-		return engine.StageTimeout, phase + ": CPU-time limit reached"
+		return engine.StageTimeout, fmt.Sprintf("%s: CPU-time limit of %ds reached", phase, lim.CPUSeconds)
 	case r.Signal == sigXFSZ:
 		return engine.StageResource, phase + ": file-size limit reached"
 	case r.killedByOutsider():

@@ -13,7 +13,8 @@ type StageConfig struct {
 	Simulator     string        `yaml:"simulator"`       // icarus | verilator
 	Workers       int           `yaml:"workers"`         // 0 = all cores
 	Retries       int           `yaml:"retries"`         // infra retries
-	SimTimeout    time.Duration `yaml:"sim_timeout"`     // per simulation
+	SimTimeout    time.Duration `yaml:"sim_timeout"`     // wall-clock backstop per simulation
+	CPUSeconds    int           `yaml:"cpu_seconds"`     // CPU budget per simulation
 	TrustTwoState bool          `yaml:"trust_two_state"` // let Verilator pass candidates
 	Synth         bool          `yaml:"synth"`           // add Yosys cell counts to passes
 	CacheDir      string        `yaml:"cache_dir"`       // persist reference self-checks
@@ -27,12 +28,13 @@ type StageConfig struct {
 func RegisterStages(reg *engine.Registry) {
 	reg.Register("verify_rtl", func(c engine.StageConfig) (engine.Stage, error) {
 		def := DefaultConfig()
-		sc := StageConfig{Simulator: def.Simulator, Retries: def.Retries, SimTimeout: def.Limits.SimTimeout}
+		sc := StageConfig{Simulator: def.Simulator, Retries: def.Retries, SimTimeout: def.Limits.SimTimeout, CPUSeconds: def.Limits.CPUSeconds}
 		if err := c.Decode(&sc); err != nil {
 			return nil, err
 		}
 		cfg := def
 		cfg.Simulator, cfg.Retries, cfg.Limits.SimTimeout = sc.Simulator, sc.Retries, sc.SimTimeout
+		cfg.Limits.CPUSeconds = sc.CPUSeconds
 		cfg.TrustTwoState, cfg.Synth = sc.TrustTwoState, sc.Synth
 		if sc.Workers > 0 {
 			cfg.Workers = sc.Workers

@@ -49,7 +49,7 @@ func runCases(t *testing.T, v *Verifier, item engine.Item, cases []caseWant) []e
 // what is wrong with it, and the pool survives every one of them.
 func TestKnownBadCandidates(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.Limits.SimTimeout = 3 * time.Second
+	cfg.Limits.CPUSeconds = 2 // the infinite loop's budget
 	cfg.Limits.AddressSpaceBytes = 1 << 30
 	v := newTestVerifier(t, cfg)
 	item := counterItem(t, 100)
@@ -150,4 +150,25 @@ func equalEvidence(a, b engine.Evidence) bool {
 		}
 	}
 	return true
+}
+
+// TestTimeoutClassification: the CPU budget decides a candidate's timeout;
+// a wall-clock kill before most of it was used is a starved worker (infra,
+// retried), so machine load can never fail a candidate.
+func TestTimeoutClassification(t *testing.T) {
+	lim := DefaultConfig().Limits
+	lim.CPUSeconds = 10
+	mk := func(cpu time.Duration) procResult {
+		return procResult{TimedOut: true, CPU: cpu, Stdout: newCapture(1024, 0, nil), Stderr: newCapture(1024, 0, nil)}
+	}
+	if st, _ := classifyProcess(mk(2*time.Second), "run", lim, time.Minute); st != engine.StageWorkerCrash {
+		t.Errorf("starved run: %s, want worker_crash", st)
+	}
+	if st, _ := classifyProcess(mk(9500*time.Millisecond), "run", lim, time.Minute); st != engine.StageTimeout {
+		t.Errorf("run that spent its CPU budget: %s, want timeout", st)
+	}
+	r := procResult{Signal: sigXCPU, Stdout: newCapture(1024, 0, nil), Stderr: newCapture(1024, 0, nil)}
+	if st, _ := classifyProcess(r, "run", lim, time.Minute); st != engine.StageTimeout {
+		t.Errorf("SIGXCPU: %s, want timeout", st)
+	}
 }

@@ -37,6 +37,7 @@ func runYosys(ctx context.Context, src, script, outName string, lim Limits) ([]b
 	}
 	argv := []string{"yosys", "-q", "-l", "yosys.log", "-p", script}
 	var res procResult
+	lim.CPUSeconds = lim.CompileCPUSeconds
 	if p, err := exec.LookPath("prlimit"); err == nil {
 		res, err = runLimited(ctx, dir, p, lim, lim.CompileTimeout, argv, nil)
 		if err != nil {
