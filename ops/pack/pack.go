@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"time"
 
@@ -160,7 +161,7 @@ func run(ctx context.Context, cfg Config, inputs []string, out target, log *slog
 		TemplateHash: tmpl.Hash(), Template: tmpl, Inputs: inputs}
 	kept, dropped, rejected := classify(c, m)
 	log.Info("pack: rendered and tokenised", "samples", m.Counts.SamplesIn, "kept", len(kept),
-		"dropped_too_long", m.Counts.Dropped, "rejected", m.Counts.Rejected, "seconds", time.Since(t0).Seconds())
+		"dropped_too_long", m.Counts.Dropped, "rejected", m.Counts.Rejected, "seconds", time.Since(t0).Seconds(), "heap_mib", heapMiB())
 
 	t1 := time.Now()
 	lengths := make([]int, len(kept))
@@ -181,7 +182,7 @@ func run(ctx context.Context, cfg Config, inputs []string, out target, log *slog
 		return nil, err
 	}
 	m.Shards = shards
-	log.Info("pack: written", "shards", len(shards), "seconds", time.Since(t2).Seconds())
+	log.Info("pack: written", "shards", len(shards), "seconds", time.Since(t2).Seconds(), "heap_mib", heapMiB())
 	dir := out.dir
 	if out.sc != nil {
 		dir = out.sc.Dir
@@ -379,4 +380,11 @@ func writeAll[T any](out target, kind string, rows []T) ([]engine.ShardInfo, err
 
 func errorf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrAudit}, args...)...)
+}
+
+// heapMiB reports the Go heap's live and mapped size for the phase logs.
+func heapMiB() string {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return fmt.Sprintf("alloc=%d sys=%d released=%d", ms.HeapAlloc>>20, ms.HeapSys>>20, ms.HeapReleased>>20)
 }
