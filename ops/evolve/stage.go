@@ -1,0 +1,130 @@
+package evolve
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/ops/evolve/textgen"
+	"github.com/crucible-data/crucible/rtl"
+)
+
+// Output kinds of the evolve stage.
+const (
+	KindEvolved = "evolved"  // candidate items (engine.Item), for the admit stage
+	KindSkipped = "skipped"  // seeds that could not be evolved (engine.Rejection; the seeds themselves still pass)
+	KindChatLog = "chat_log" // every generator request/response (textgen.ChatLog), chat generator only
+)
+
+// StageConfig is the evolve stage's `config:` block: the evolution config
+// plus the verifier used for reference self-checks.
+type StageConfig struct {
+	Config    `yaml:",inline"`
+	Simulator string `yaml:"simulator"`  // icarus | verilator
+	CacheDir  string `yaml:"cache_dir"`  // persist reference self-checks
+	PassSeeds bool   `yaml:"pass_seeds"` // copy the seeds to "items" (default true)
+}
+
+// DefaultStageConfig returns the stage defaults.
+func DefaultStageConfig() StageConfig {
+	return StageConfig{Config: DefaultConfig(), Simulator: rtl.SimIcarus, PassSeeds: true}
+}
+
+// NewGenerator builds the configured generator; sink receives the chat log.
+func NewGenerator(cfg Config, sink textgen.LogSink) (textgen.Generator, error) {
+	if cfg.Generator == "chat" {
+		return textgen.NewChat(cfg.Chat, sink)
+	}
+	return textgen.Template{}, nil
+}
+
+// NewVerifier builds the RTL verifier the stages use.
+func NewVerifier(simulator string, workers int, cacheDir string) (*rtl.Verifier, error) {
+	vc := rtl.DefaultConfig()
+	if simulator != "" {
+		vc.Simulator = simulator
+	}
+	if workers > 0 {
+		vc.Workers = workers
+	}
+	vc.CacheDir = cacheDir
+	return rtl.NewVerifier(vc)
+}
+
+// RegisterStages adds the "evolve" stage type.
+func RegisterStages(reg *engine.Registry) {
+	reg.Register("evolve", func(c engine.StageConfig) (engine.Stage, error) {
+		sc := DefaultStageConfig()
+		if err := c.Decode(&sc); err != nil {
+			return nil, err
+		}
+		if err := sc.Validate(); err != nil {
+			return nil, fmt.Errorf("stage %s: %w", c.Name, err)
+		}
+		if sc.CacheDir != "" {
+			sc.CacheDir = c.Path(sc.CacheDir)
+		}
+		return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error { return runStage(ctx, st, sc) }), nil
+	}, "derives candidate tasks from seeds by route (contract mutation, solution-first, instruction-first); writes evolved, items (seeds), skipped")
+}
+
+func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) error {
+	seeds, err := engine.ReadInputs[engine.Item](st, "items")
+	if err != nil {
+		return err
+	}
+	var sink textgen.LogSink
+	if sc.Generator == "chat" {
+		w, err := engine.StageWriter[textgen.ChatLog](st, KindChatLog)
+		if err != nil {
+			return err
+		}
+		sink = func(l textgen.ChatLog) error { return w.Write(l) }
+	}
+	gen, err := NewGenerator(sc.Config, sink)
+	if err != nil {
+		return err
+	}
+	ver, err := NewVerifier(sc.Simulator, sc.Workers, sc.CacheDir)
+	if err != nil {
+		return err
+	}
+	e, err := New(sc.Config, gen, ver, st.Log)
+	if err != nil {
+		return err
+	}
+	p := st.Progress(int64(len(seeds)))
+	res, err := e.Evolve(ctx, seeds)
+	p.Add(int64(len(seeds)))
+	p.Done()
+	if err != nil {
+		return err
+	}
+	if err := writeAll(st, KindEvolved, res.Candidates); err != nil {
+		return err
+	}
+	if err := writeAll(st, KindSkipped, res.Skipped); err != nil {
+		return err
+	}
+	if sc.PassSeeds {
+		if err := writeAll(st, "items", seeds); err != nil {
+			return err
+		}
+	}
+	for k, v := range res.Counts {
+		st.Count(k, v)
+	}
+	st.Log.Info("evolve done", "seeds", len(seeds), "candidates", len(res.Candidates), "skipped", len(res.Skipped))
+	return nil
+}
+
+func writeAll[T any](st *engine.StageContext, kind string, rows []T) error {
+	w, err := engine.StageWriter[T](st, kind)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	return w.Write(rows...)
+}

@@ -1,0 +1,138 @@
+package gates
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/ops/evolve"
+	"github.com/crucible-data/crucible/ops/evolve/textgen"
+	"github.com/crucible-data/crucible/rtl"
+)
+
+// Output kinds of the admit stage (besides "items" and "rejections").
+const (
+	KindYield        = "yield"         // YieldRow per operator
+	KindGateEvidence = "gate_evidence" // every verifier run the gates made (engine.Evidence)
+)
+
+// StageConfig is the admit stage's `config:` block.
+type StageConfig struct {
+	Config      `yaml:",inline"`
+	Simulator   string             `yaml:"simulator"`    // icarus | verilator
+	Workers     int                `yaml:"workers"`      // simulator jobs in parallel (0 = all cores)
+	CacheDir    string             `yaml:"cache_dir"`    // persist reference self-checks
+	PassParents bool               `yaml:"pass_parents"` // copy the upstream items (the seeds) to "items" before the admitted ones (default true)
+	Generator   string             `yaml:"generator"`    // template | chat (the audit role)
+	Chat        textgen.ChatConfig `yaml:"chat"`
+}
+
+// DefaultStageConfig returns the stage defaults.
+func DefaultStageConfig() StageConfig {
+	return StageConfig{Config: DefaultConfig(), Simulator: rtl.SimIcarus, PassParents: true, Generator: "template", Chat: textgen.DefaultChatConfig()}
+}
+
+// Validate reports every bad field.
+func (s StageConfig) Validate() error {
+	if err := s.Config.Validate(); err != nil {
+		return err
+	}
+	switch s.Generator {
+	case "template":
+	case "chat":
+		if err := s.Chat.Validate(); err != nil {
+			return fmt.Errorf("%w: chat: %w", ErrConfig, err)
+		}
+	default:
+		return fmt.Errorf("%w: generator %q (want template or chat)", ErrConfig, s.Generator)
+	}
+	if s.Workers < 0 {
+		return fmt.Errorf("%w: workers must be >= 0", ErrConfig)
+	}
+	return nil
+}
+
+// RegisterStages adds the "admit" stage type.
+func RegisterStages(reg *engine.Registry) {
+	reg.Register("admit", func(c engine.StageConfig) (engine.Stage, error) {
+		sc := DefaultStageConfig()
+		if err := c.Decode(&sc); err != nil {
+			return nil, err
+		}
+		if err := sc.Validate(); err != nil {
+			return nil, fmt.Errorf("stage %s: %w", c.Name, err)
+		}
+		if sc.CacheDir != "" {
+			sc.CacheDir = c.Path(sc.CacheDir)
+		}
+		return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error { return runStage(ctx, st, sc) }), nil
+	}, "runs evolved candidates through ordered admission gates; writes items (parents + admitted), rejections, yield, gate_evidence")
+}
+
+func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) error {
+	parents, err := engine.ReadInputs[engine.Item](st, "items")
+	if err != nil {
+		return err
+	}
+	cands, err := engine.ReadInputs[engine.Item](st, evolve.KindEvolved)
+	if err != nil {
+		return err
+	}
+	var gen textgen.Generator = textgen.Template{}
+	if sc.Generator == "chat" {
+		w, err := engine.StageWriter[textgen.ChatLog](st, evolve.KindChatLog)
+		if err != nil {
+			return err
+		}
+		if gen, err = textgen.NewChat(sc.Chat, func(l textgen.ChatLog) error { return w.Write(l) }); err != nil {
+			return err
+		}
+	}
+	ver, err := evolve.NewVerifier(sc.Simulator, sc.Workers, sc.CacheDir)
+	if err != nil {
+		return err
+	}
+	a, err := New(sc.Config, Env{Verifier: ver, Generator: gen, Log: st.Log, Stage: st.Name})
+	if err != nil {
+		return err
+	}
+	p := st.Progress(int64(len(cands)))
+	res, err := a.Admit(ctx, parents, cands)
+	p.Add(int64(len(cands)))
+	p.Done()
+	if err != nil {
+		return err
+	}
+	items := res.Admitted
+	if sc.PassParents {
+		items = append(append([]engine.Item(nil), parents...), res.Admitted...)
+	}
+	if err := write(st, "items", items); err != nil {
+		return err
+	}
+	if err := write(st, "rejections", res.Rejections); err != nil {
+		return err
+	}
+	if err := write(st, KindYield, res.Yield); err != nil {
+		return err
+	}
+	if err := write(st, KindGateEvidence, res.Evidence); err != nil {
+		return err
+	}
+	for k, v := range res.Counters() {
+		st.Count(k, v)
+	}
+	st.Log.Info("admit done", "candidates", len(cands), "admitted", len(res.Admitted), "rejected", len(res.Rejections))
+	return nil
+}
+
+func write[T any](st *engine.StageContext, kind string, rows []T) error {
+	w, err := engine.StageWriter[T](st, kind)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	return w.Write(rows...)
+}
