@@ -11,6 +11,7 @@ import math
 import os
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -169,6 +170,7 @@ def main():
         flush.fill_(float(rep))
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        threads_before = threading.active_count()
         start.record()
         try:
             with torch.no_grad():
@@ -187,8 +189,11 @@ def main():
         t0 = time.perf_counter()
         torch.cuda.synchronize()  # anything still running lives on another stream
         hidden = (time.perf_counter() - t0) * 1e3
+        if kind == "cand" and threading.active_count() > threads_before:
+            thread_leaks[0] += 1  # a thread the candidate started is still running
         return out, args, start.elapsed_time(end), hidden
 
+    thread_leaks = [0]
     trials, reps, warm = int(req["trials"]), int(req["reps"]), int(req["warmup"])
     ref_ms, cand_ms = [], []
     hidden_runs, max_hidden = 0, 0.0
@@ -202,6 +207,8 @@ def main():
             for k in order:
                 for w in range(warm):
                     call(model_ref if k == "ref" else model_new, inputs, w, k)
+        if t == 0:
+            thread_leaks[0] = 0  # threads started during warm-up (JIT, caches) are baseline
         outs = {}
         for k in order:
             model = model_ref if k == "ref" else model_new
@@ -247,6 +254,10 @@ def main():
     RESULT["max_rel_err"] = max_rel if math.isfinite(max_rel) else 1e308
     RESULT["ref_ms"], RESULT["cand_ms"] = ref_ms, cand_ms
     RESULT["measurements"]["post_sync_ms_max"] = max_hidden
+    RESULT["measurements"]["thread_leaks"] = thread_leaks[0]
+    if thread_leaks[0] and 2 * thread_leaks[0] >= len(cand_ms):
+        RESULT["exploits"]["hidden_work"] = "the candidate left threads running after returning in %d of %d runs" % (
+            thread_leaks[0], len(cand_ms))
     if hidden_runs and 2 * hidden_runs >= len(cand_ms):
         RESULT["exploits"]["hidden_work"] = "device still busy after the timed stream finished in %d of %d runs (up to %.3f ms)" % (
             hidden_runs, len(cand_ms), max_hidden)
