@@ -29,6 +29,10 @@ func TestTokenizeCodeAware(t *testing.T) {
 	if got := norm(t, py, LangAuto); got != "def f ( x ) : return x / / 2 s = '# not a comment'" {
 		t.Fatalf("python: %q", got)
 	}
+	doc := "def f(x):\n    \"\"\"Add one.\n    Long docstring.\"\"\"\n    y = \"\"\"kept\"\"\"\n    return x + 1"
+	if got := norm(t, doc, LangPython); got != "def f ( x ) : y = \"\"\"kept\"\"\" return x + 1" {
+		t.Fatalf("python docstring: %q", got)
+	}
 	c := "int x = 1; // c\nchar *s = \"// kept\"; /* gone */"
 	if got := norm(t, c, LangC); got != "int x = 1 ; char * s = \"// kept\" ;" {
 		t.Fatalf("c: %q", got)

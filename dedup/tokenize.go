@@ -219,6 +219,12 @@ func Tokenize(text string, opts TokenizeOptions, t *Tokens) {
 			i = verilogLiteralEnd(text, i)
 		case c == '"' || (c == '\'' && (lang == langPython || lang == langC)):
 			i = stringEnd(text, i, lang == langPython)
+			// A Python docstring (a triple-quoted string alone at the start
+			// of a line) is documentation, stripped like a comment.
+			if opts.StripComments && lang == langPython && i-start >= 6 && strings.HasPrefix(text[start:], string([]byte{c, c, c})) &&
+				lineStart(text, start) {
+				continue
+			}
 		case c == '`' && lang == langVerilog:
 			i++
 			for i < n && wordByte[text[i]] {
@@ -229,6 +235,21 @@ func Tokenize(text string, opts TokenizeOptions, t *Tokens) {
 		}
 		t.add(text, start, i, opts.Lowercase, opts.SrcOffsets)
 	}
+}
+
+// lineStart reports whether only spaces or tabs precede position i on its line.
+func lineStart(text string, i int) bool {
+	for i > 0 {
+		i--
+		switch text[i] {
+		case ' ', '\t':
+		case '\n':
+			return true
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func isBaseChar(c byte) bool {
