@@ -174,6 +174,25 @@ func TestDecontamCheckExitCodes(t *testing.T) {
 	if code := exitCode(context.Background(), runDecontamCheck(context.Background(), o)); code != exitFindings {
 		t.Fatalf("reverse check: exit %d, want %d", code, exitFindings)
 	}
+	// Forward check against a persisted benchmark index directory.
+	bidx := filepath.Join(dir, "bench-index")
+	bio := DecontamIndexOptions{In: []string{ve}, Side: decontam.SideBenchmark, Fields: []string{"prompt", "ref"}, Out: bidx,
+		Config: decontam.DefaultConfig(), Stdout: &strings.Builder{}}
+	if err := runDecontamIndex(context.Background(), bio); err != nil {
+		t.Fatal(err)
+	}
+	o = opts("via-index")
+	o.Benchmarks, o.Corpus, o.CorpusFields = []string{bidx}, []string{ve}, []string{"ref"}
+	if code := exitCode(context.Background(), runDecontamCheck(context.Background(), o)); code != exitFindings {
+		t.Fatalf("check via benchmark index: exit %d, want %d", code, exitFindings)
+	}
+	// An index built with other hashing parameters is refused, not misread.
+	o = opts("mismatch")
+	o.Benchmarks, o.Corpus, o.CorpusFields = []string{bidx}, []string{ve}, []string{"ref"}
+	o.Config.NGram = 10
+	if code := exitCode(context.Background(), runDecontamCheck(context.Background(), o)); code != exitUsage {
+		t.Fatalf("mismatched index: exit %d, want %d", code, exitUsage)
+	}
 	// Bad flags → usage.
 	o = opts("bad")
 	if code := exitCode(context.Background(), runDecontamCheck(context.Background(), o)); code != exitUsage {
