@@ -53,6 +53,9 @@ func TestForgeryDifferential(t *testing.T) {
 		{"steer-stimulus", wrongCounter("  integer k; initial for (k = 0; k < 7; k = k + 1) k = k + ($random & 0);"), fail, engine.StageStatic},
 		{"urandom", wrongCounter("  initial if ($urandom) ;"), fail, engine.StageStatic},
 		{"unknown-vpi-task", wrongCounter("  initial $my_vpi_hook;"), fail, engine.StageStatic},
+		// Wrapping the reference: its outputs would be compared to themselves.
+		{"wrap-reference", "module TopModule (input clk, input reset, input en, output [3:0] q);\n  RefModule r (.clk(clk), .reset(reset), .en(en), .q(q));\nendmodule\n", fail, engine.StageStatic},
+		{"instantiate-tb", wrongCounter("  tb nested ();"), fail, engine.StageStatic},
 		// Shadowing harness modules.
 		{"define-tb", wrongCounter("") + "\nmodule tb; endmodule\n", fail, engine.StageStatic},
 		{"define-ref", wrongCounter("") + "\nmodule RefModule(input clk, input reset, input en, output [3:0] q); assign q = 0; endmodule\n", fail, engine.StageStatic},

@@ -267,6 +267,12 @@ func screen(code string, maxBytes int, names harnessNames, dut string) *screenFi
 				add("keyword " + tok + " is not allowed")
 				continue
 			}
+			// Naming a trusted design unit at all (most plainly, wrapping
+			// RefModule inside TopModule) would let the candidate pass on
+			// the reference's outputs.
+			if names.units[tok] && tok != dut {
+				add("uses harness/reference module " + tok)
+			}
 			next := nextNonSpace(stripped, loc[1])
 			if names.scopes[tok] && tok != dut && (next == '.' || strings.HasPrefix(strings.TrimLeft(stripped[loc[1]:], " \t\r\n"), "::")) {
 				add("hierarchical reference into the harness via " + tok)
