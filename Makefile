@@ -1,6 +1,8 @@
 # Crucible — the two commands for a fresh Debian machine are `make demo` and `make test`.
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 export PATH := $(dir $(GO)):$(PATH)
+# go-nvml's cgo preamble uses deprecated NVML declarations; keep builds quiet.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 BIN := bin/crucible
 TEST_TIMEOUT ?= 20m
 
@@ -23,6 +25,9 @@ test: setup
 
 bench: setup
 	$(GO) test -run '^$$' -bench . -benchmem ./engine/...
+
+gpu-check:
+	bash scripts/gpu-check.sh
 
 clean:
 	rm -rf bin out

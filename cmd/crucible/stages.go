@@ -10,6 +10,7 @@ import (
 	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/engine/ingest"
+	"github.com/crucible-data/crucible/kernels"
 	"github.com/crucible-data/crucible/ops/compose"
 	"github.com/crucible-data/crucible/ops/filter"
 	"github.com/crucible-data/crucible/ops/pack"
@@ -27,6 +28,7 @@ func newRegistry() *engine.Registry {
 	selection.RegisterStages(reg, selection.WithVerifier(&lazyVerifier{}))
 	compose.RegisterStages(reg)
 	pack.RegisterStages(reg)
+	kernels.RegisterStages(reg)
 	return reg
 }
 
@@ -54,7 +56,7 @@ func (l *lazyVerifier) Verify(ctx context.Context, items []engine.Item, cands []
 }
 
 // verifyCommands lists `crucible verify` subcommands.
-func verifyCommands() []*cobra.Command { return nil }
+func verifyCommands() []*cobra.Command { return []*cobra.Command{newVerifyKernelCmd()} }
 
 // extraDoctorChecks adds the probes that packages provide (GPU, backends).
-func extraDoctorChecks(ctx context.Context) []ToolStatus { return nil }
+func extraDoctorChecks(ctx context.Context) []ToolStatus { return kernelDoctorChecks(ctx) }
