@@ -101,49 +101,9 @@ func ScanRecords(ctx context.Context, path, idField string, textFields []string,
 		if n++; n%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		var row map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &row); err != nil {
-			return fmt.Errorf("%w: %s:%d: not a JSON object: %v", ErrInput, path, line, err)
-		}
-		rec := Record{Path: path, Row: line}
-		var idRaw json.RawMessage
-		ok := false
-		for _, f := range strings.Split(idField, "|") {
-			if idRaw, ok = row[f]; ok && string(idRaw) != "null" {
-				break
-			}
-		}
-		if !ok || string(idRaw) == "null" {
-			return fmt.Errorf("%w: %s:%d: missing id field %q", ErrInput, path, line, idField)
-		}
-		var s string
-		if json.Unmarshal(idRaw, &s) == nil {
-			rec.ID = s
-		} else {
-			rec.ID = string(idRaw) // numbers and other scalars keep their JSON text
-		}
-		for _, f := range textFields {
-			v, ok := row[f]
-			if !ok || string(v) == "null" {
-				continue
-			}
-			var t string
-			if err := json.Unmarshal(v, &t); err != nil {
-				return fmt.Errorf("%w: %s:%d: field %q is not a string", ErrInput, path, line, f)
-			}
-			rec.Fields = append(rec.Fields, Field{Name: f, Text: t})
-		}
-		if len(rec.Fields) == 0 {
-			return fmt.Errorf("%w: %s:%d: none of the text fields %v present", ErrInput, path, line, textFields)
-		}
-		if p, ok := row[ColMinhashParams]; ok {
-			var params, th string
-			var vals []int64
-			if json.Unmarshal(p, &params) == nil && json.Unmarshal(row[ColTextHash], &th) == nil {
-				if v, ok := row[ColMinhash]; !ok || string(v) == "null" || json.Unmarshal(v, &vals) == nil {
-					rec.Signature = storedSignature(params, th, vals)
-				}
-			}
+		rec, err := parseJSONLRow(path, line, raw, idField, textFields)
+		if err != nil {
+			return err
 		}
 		return fn(rec)
 	}, func(e *engine.JSONLError) {
@@ -155,6 +115,55 @@ func ScanRecords(ctx context.Context, path, idField string, textFields []string,
 		return err
 	}
 	return bad
+}
+
+// parseJSONLRow decodes one JSONL line into a Record.
+func parseJSONLRow(path string, line int64, raw []byte, idField string, textFields []string) (Record, error) {
+	var row map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &row); err != nil {
+		return Record{}, fmt.Errorf("%w: %s:%d: not a JSON object: %v", ErrInput, path, line, err)
+	}
+	rec := Record{Path: path, Row: line}
+	var idRaw json.RawMessage
+	ok := false
+	for _, f := range strings.Split(idField, "|") {
+		if idRaw, ok = row[f]; ok && string(idRaw) != "null" {
+			break
+		}
+	}
+	if !ok || string(idRaw) == "null" {
+		return Record{}, fmt.Errorf("%w: %s:%d: missing id field %q", ErrInput, path, line, idField)
+	}
+	var s string
+	if json.Unmarshal(idRaw, &s) == nil {
+		rec.ID = s
+	} else {
+		rec.ID = string(idRaw) // numbers and other scalars keep their JSON text
+	}
+	for _, f := range textFields {
+		v, ok := row[f]
+		if !ok || string(v) == "null" {
+			continue
+		}
+		var t string
+		if err := json.Unmarshal(v, &t); err != nil {
+			return Record{}, fmt.Errorf("%w: %s:%d: field %q is not a string", ErrInput, path, line, f)
+		}
+		rec.Fields = append(rec.Fields, Field{Name: f, Text: t})
+	}
+	if len(rec.Fields) == 0 {
+		return Record{}, fmt.Errorf("%w: %s:%d: none of the text fields %v present", ErrInput, path, line, textFields)
+	}
+	if p, ok := row[ColMinhashParams]; ok {
+		var params, th string
+		var vals []int64
+		if json.Unmarshal(p, &params) == nil && json.Unmarshal(row[ColTextHash], &th) == nil {
+			if v, ok := row[ColMinhash]; !ok || string(v) == "null" || json.Unmarshal(v, &vals) == nil {
+				rec.Signature = storedSignature(params, th, vals)
+			}
+		}
+	}
+	return rec, nil
 }
 
 func scanParquet(ctx context.Context, path, idField string, textFields []string, fn func(Record) error) (err error) {
@@ -341,4 +350,64 @@ func (s FileSource) Scan(ctx context.Context, fn func(d Doc) error) error {
 		}
 	}
 	return nil
+}
+
+// Fetch implements Fetcher. Files are read again in order, but only the
+// requested rows are decoded (JSONL lines are otherwise only counted), which
+// is most of the cost of a rescan. idx must be ascending.
+func (s FileSource) Fetch(ctx context.Context, idx []int32, fn func(i int32, d Doc) error) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	var n int32 // global record index
+	k := 0      // next wanted position in idx
+	done := errors.New("done")
+	emit := func(r Record) error {
+		d := Doc{ID: r.ID, Text: r.Text(), Tier: TierOther}
+		if s.Tier != nil {
+			d.Tier = s.Tier(r)
+		}
+		if err := fn(n, d); err != nil {
+			return err
+		}
+		k++
+		if k == len(idx) {
+			return done
+		}
+		return nil
+	}
+	for _, p := range s.Paths {
+		var err error
+		if engine.IsParquet(p) {
+			err = ScanRecords(ctx, p, s.IDField, s.TextFields, func(r Record) error {
+				defer func() { n++ }()
+				if n != idx[k] {
+					return nil
+				}
+				return emit(r)
+			})
+		} else {
+			err = engine.ScanJSONL(p, func(line int64, raw []byte) error {
+				defer func() { n++ }()
+				if n%4096 == 0 && ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if n != idx[k] {
+					return nil
+				}
+				r, err := parseJSONLRow(p, line, raw, s.IDField, s.TextFields)
+				if err != nil {
+					return err
+				}
+				return emit(r)
+			}, func(*engine.JSONLError) {})
+		}
+		if errors.Is(err, done) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: input shrank: wanted record %d, files hold %d", ErrInput, idx[k], n)
 }
