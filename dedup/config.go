@@ -67,7 +67,7 @@ func DefaultConfig() Config {
 		FNWeight:      DefaultFNWeight,
 		Verify:        VerifyExact,
 		Backend:       BackendAuto,
-		MemoryMaxDocs: 200_000,
+		MemoryMaxDocs: 100_000,
 		RunBytes:      64 << 20,
 		Workers:       runtime.GOMAXPROCS(0),
 		BatchDocs:     1024,
