@@ -56,6 +56,12 @@ func TestForgeryDifferential(t *testing.T) {
 		// Wrapping the reference: its outputs would be compared to themselves.
 		{"wrap-reference", "module TopModule (input clk, input reset, input en, output [3:0] q);\n  RefModule r (.clk(clk), .reset(reset), .en(en), .q(q));\nendmodule\n", fail, engine.StageStatic},
 		{"instantiate-tb", wrongCounter("  tb nested ();"), fail, engine.StageStatic},
+		// Driving the shared stimulus (pinning reset for reference and
+		// candidate alike): the harness drives inputs from variables, which
+		// Icarus refuses to let a port drive.
+		{"drive-input", "module TopModule(input clk, input reset, input en, output reg [3:0] q);\n assign reset = 1'b1;\n always @(posedge clk) q <= 0;\nendmodule", fail, engine.StageMismatch},
+		{"inout-input", "module TopModule(input clk, inout reset, input en, output reg [3:0] q);\n assign reset = 1'b1;\n always @(posedge clk) q <= 0;\nendmodule", fail, engine.StageElaborate},
+		{"output-input", "module TopModule(input clk, output reg reset, input en, output reg [3:0] q);\n always @* reset = 1'b1;\n always @(posedge clk) q <= 0;\nendmodule", fail, engine.StageElaborate},
 		// Shadowing harness modules.
 		{"define-tb", wrongCounter("") + "\nmodule tb; endmodule\n", fail, engine.StageStatic},
 		{"define-ref", wrongCounter("") + "\nmodule RefModule(input clk, input reset, input en, output [3:0] q); assign q = 0; endmodule\n", fail, engine.StageStatic},

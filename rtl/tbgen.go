@@ -61,9 +61,11 @@ func ExpectedSamples(iface engine.Interface, o TBOptions) int64 {
 // at random, the reference and the candidate instantiated side by side,
 // outputs compared with !== before and after every rising edge, and the
 // verdict printed from a final block in the differential contract's form
-// ("Mismatches: N in M samples"). Inputs change one time unit after the
-// falling edge, so no edge races with stimulus. The result is accepted by
-// the Differential contract.
+// ("Mismatches: N in M samples"). Stimulus lives in variables (reg), so a
+// candidate cannot drive it back through a port (Icarus rejects a port
+// driving a variable) and pin the reference's inputs too. Inputs change
+// one time unit after the falling edge, so no edge races with stimulus.
+// The result is accepted by the Differential contract.
 func GenerateDifferentialTB(iface engine.Interface, o TBOptions) (string, error) {
 	if err := o.Validate(); err != nil {
 		return "", err
