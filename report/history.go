@@ -128,3 +128,28 @@ func ReadHistory(dir string) ([]HistoryRow, error) {
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Started.Before(rows[j].Started) })
 	return rows, nil
 }
+
+// maxTrend bounds the runs the trend plot shows.
+const maxTrend = 60
+
+// trend returns the last n runs of r's pipeline from the history folder.
+// A history file that does not read is an error naming it: the folder is
+// this tool's own output.
+func trend(dir string, r *Report, n int) ([]TrendPoint, error) {
+	rows, err := ReadHistory(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []TrendPoint
+	for _, h := range rows {
+		if h.Pipeline != r.Pipeline {
+			continue
+		}
+		out = append(out, TrendPoint{RunID: h.RunID, Started: h.Started, FinalItems: h.FinalItems,
+			Rejections: h.Rejections, Verdicts: h.Verdicts, PassRate: h.PassRate, Seconds: h.Seconds})
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out, nil
+}

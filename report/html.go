@@ -129,6 +129,12 @@ img.plot{max-width:100%;display:block;margin:8px 0} .muted{color:#777} code{font
 <div class="grid">{{with index .Figs "tokens-before"}}{{.Img}}{{end}}{{with index .Figs "tokens-after"}}{{.Img}}{{end}}</div>
 </section>
 
+<section id="trend"><h2>Trend</h2>
+{{if .R.Trend}}<div class="grid">{{with index .Figs "trend-items"}}{{.Img}}{{end}}{{with index .Figs "trend-pass"}}{{.Img}}{{end}}</div>
+<table><tr><th>run</th><th>started</th><th class="n">final items</th><th class="n">rejections</th><th class="n">pass rate</th><th class="n">seconds</th></tr>
+{{range .R.Trend}}<tr><td><code>{{.RunID}}</code></td><td>{{ts .Started}}</td><td class="n">{{.FinalItems}}</td><td class="n">{{.Rejections}}</td><td class="n">{{pct .PassRate}}</td><td class="n">{{f1 .Seconds}}</td></tr>
+{{end}}</table>{{else}}<p class="muted">history is off for this report</p>{{end}}</section>
+
 <section id="stages"><h2>Time and throughput per stage</h2>
 {{with index .Figs "stage-time"}}{{.Img}}{{end}}
 <table><tr><th>stage</th><th>type</th><th>status</th><th class="n">seconds</th><th class="n">input rows</th><th>output rows</th><th class="n">rows/s</th><th class="n">shards</th><th class="n">bytes</th><th>counters</th></tr>

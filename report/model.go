@@ -6,6 +6,13 @@
 //
 // Every number comes from the committed outputs (manifests and shards) and
 // the run summary; nothing is re-derived from logs.
+//
+// Entry points: Generate (what `crucible build` calls after a run, and
+// `crucible report build WORKDIR`), Build (the figures only), Load (a run's
+// report.json), Compare (`crucible report diff RUN_A RUN_B`), AppendHistory
+// and ReadHistory. To look at a page the way a browser shows it:
+//
+//	scripts/report-screenshot.sh WORKDIR [OUT.png]   # headless Chromium
 package report
 
 import "time"
@@ -41,6 +48,9 @@ type Report struct {
 	Toolchain  []ToolVersion    `json:"toolchain"`
 	Lengths    *ItemLengths     `json:"lengths,omitempty"`
 	Packing    *Packing         `json:"packing,omitempty"`
+	// Trend is this pipeline's recent runs from the history table, oldest
+	// first, this run last (empty when history is off).
+	Trend []TrendPoint `json:"trend,omitempty"`
 	// Notes say which sections are missing and why (a stage absent, an
 	// unreadable shard), so an empty section is never silent.
 	Notes []string `json:"notes,omitempty"`
@@ -195,4 +205,15 @@ type DomainDrop struct {
 	Dropped       int64   `json:"dropped"`
 	DroppedTokens int64   `json:"dropped_tokens"`
 	DroppedShare  float64 `json:"dropped_share"`
+}
+
+// TrendPoint is one earlier (or this) run's headline numbers.
+type TrendPoint struct {
+	RunID      string    `json:"run_id"`
+	Started    time.Time `json:"started"`
+	FinalItems int64     `json:"final_items"`
+	Rejections int64     `json:"rejections"`
+	Verdicts   int64     `json:"verdicts"`
+	PassRate   float64   `json:"pass_rate"`
+	Seconds    float64   `json:"seconds"`
 }

@@ -7,6 +7,8 @@ import (
 	"html"
 	"html/template"
 	"image/color"
+	"math"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -83,6 +85,7 @@ func hbars(title, xlabel string, labels []string, stacks []barStack) (*plot.Plot
 	}
 	p.Legend.Top = true
 	p.NominalY(rev...)
+	p.X.Tick.Marker = plainTicks{}
 	p.X.Min = 0
 	if len(stacks) > 1 {
 		// Room on the right for the legend, clear of the longest bar.
@@ -105,6 +108,7 @@ func hist(title, xlabel string, d Dist, c color.Color) (*plot.Plot, error) {
 	p.Title.Text = title
 	p.X.Label.Text = xlabel
 	p.Y.Label.Text = "count"
+	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
 	h := &plotter.Histogram{FillColor: c, LineStyle: plotter.DefaultLineStyle}
 	h.LineStyle.Width = vg.Points(0.5)
 	for _, b := range d.Bins {
@@ -229,6 +233,25 @@ func figures(r *Report) ([]Figure, error) {
 			}
 		}
 	}
+	if len(r.Trend) >= 2 {
+		items, rates := make(plotter.XYs, len(r.Trend)), make(plotter.XYs, len(r.Trend))
+		judged := false
+		for i, tp := range r.Trend {
+			items[i] = plotter.XY{X: float64(i + 1), Y: float64(tp.FinalItems)}
+			rates[i] = plotter.XY{X: float64(i + 1), Y: 100 * tp.PassRate}
+			judged = judged || tp.Verdicts > 0
+		}
+		p, err := trendPlot(fmt.Sprintf("Final items, last %d runs", len(r.Trend)), "items", items)
+		if err := add("trend-items", "Final items per run", p, 2.5*vg.Inch, err); err != nil {
+			return nil, err
+		}
+		if judged { // a pipeline without verifiers has no pass rate to follow
+			p, err = trendPlot(fmt.Sprintf("Pass rate, last %d runs", len(r.Trend)), "% of verdicts", rates)
+			if err := add("trend-pass", "Pass rate per run", p, 2.5*vg.Inch, err); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var labels []string
 	var secs []float64
 	for _, s := range r.Stages {
@@ -242,6 +265,39 @@ func figures(r *Report) ([]Figure, error) {
 		}
 	}
 	return figs, nil
+}
+
+func trendPlot(title, ylabel string, xy plotter.XYs) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "run (oldest to this one)"
+	p.Y.Label.Text = ylabel
+	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
+	l, pts, err := plotter.NewLinePoints(xy)
+	if err != nil {
+		return nil, err
+	}
+	l.Color, pts.Color = colBar, colBar
+	p.Add(l, pts)
+	p.Y.Min = 0
+	// Headroom, so a flat line does not run along the frame.
+	_, _, _, ymax := plotter.XYRange(xy)
+	p.Y.Max = math.Max(1, ymax*1.15)
+	return p, nil
+}
+
+// plainTicks labels ticks as plainly as the values allow ("25", not
+// "25.00"): the axes count rows, tokens and seconds.
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
+		}
+	}
+	return ts
 }
 
 func shareBars(s []Share) ([]string, []float64) {

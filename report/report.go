@@ -45,8 +45,8 @@ type Outputs struct {
 	History string // "" when history is off
 }
 
-// Generate builds the report of a finished build and writes report.html and
-// report.json into workDir, then appends the run to the history table. sum
+// Generate builds the report of a finished build, appends the run to the
+// history table and writes report.html and report.json into workDir. sum
 // is the build's run summary (nil: read run-summary.json from workDir). The
 // JSON is written before the page, so a dashboard never sees a page without
 // its figures; both are written atomically.
@@ -58,6 +58,15 @@ func Generate(ctx context.Context, workDir string, sum *engine.RunSummary, cfg C
 	r, err := Build(ctx, workDir, sum)
 	if err != nil {
 		return nil, out, err
+	}
+	if !cfg.NoHistory {
+		out.History, err = AppendHistory(ctx, cfg.HistoryPath(workDir), r)
+		if err != nil {
+			return nil, out, err
+		}
+		if r.Trend, err = trend(cfg.HistoryPath(workDir), r, maxTrend); err != nil {
+			return nil, out, err
+		}
 	}
 	page, err := RenderHTML(r)
 	if err != nil {
@@ -73,12 +82,6 @@ func Generate(ctx context.Context, workDir string, sum *engine.RunSummary, cfg C
 	}
 	if err := engine.WriteFileAtomic(out.HTML, page); err != nil {
 		return nil, out, err
-	}
-	if !cfg.NoHistory {
-		out.History, err = AppendHistory(ctx, cfg.HistoryPath(workDir), r)
-		if err != nil {
-			return nil, out, err
-		}
 	}
 	return r, out, nil
 }

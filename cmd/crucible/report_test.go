@@ -67,6 +67,14 @@ func TestReportBuildAndDiff(t *testing.T) {
 		}
 		checkReportAgainstShards(t, run, r)
 	}
+	// Both runs are of pipeline "seeds": B's report shows the trend of both.
+	rb, err := report.Load(ctx, runB)
+	if err != nil || len(rb.Trend) != 2 || rb.Trend[0].FinalItems != 35 || rb.Trend[1].FinalItems != 30 {
+		t.Fatalf("trend of run B: %+v, %v", rb.Trend, err)
+	}
+	if page, _ := os.ReadFile(filepath.Join(runB, report.HTMLFile)); !strings.Contains(string(page), `alt="Final items per run"`) {
+		t.Error("run B's page lacks the trend plot")
+	}
 	rows, err := report.ReadHistory(hist)
 	if err != nil || len(rows) != 2 || rows[0].FinalItems != 35 || rows[1].FinalItems != 30 {
 		t.Fatalf("history after two runs: %+v, %v", rows, err)
