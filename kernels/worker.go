@@ -19,17 +19,19 @@ import (
 )
 
 // Worker processes. GPU candidates run in a child process that is this same
-// executable started with CRUCIBLE_KERNELS_WORKER set: the package's init
-// then runs the worker instead of the program and exits. This works for any
-// binary that links the package (the crucible CLI, gpucheck, test binaries)
-// without each main knowing about it.
+// executable started with CRUCIBLE_KERNELS_WORKER set. Every main that links
+// the package (the crucible CLI, gpucheck, the package's tests) calls
+// RunWorkerIfRequested first thing, explicitly: a process-wide side effect
+// stays visible in main rather than hidden in an init.
 const (
 	workerEnv  = "CRUCIBLE_KERNELS_WORKER"
 	workerCUDA = "cuda"
 	workerMark = "\nCRUCIBLE_WORKER "
 )
 
-func init() {
+// RunWorkerIfRequested runs the kernel worker and exits when this process
+// was started as one; otherwise it returns at once.
+func RunWorkerIfRequested() {
 	if kind := os.Getenv(workerEnv); kind != "" {
 		os.Exit(workerMain(kind, os.Stdin, os.Stdout))
 	}

@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/crucible-data/crucible/kernels"
 )
 
 func main() {
+	kernels.RunWorkerIfRequested() // a GPU-candidate child process runs the worker and exits
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRootCmd()

@@ -39,6 +39,7 @@ var expect = map[string]string{
 }
 
 func main() {
+	kernels.RunWorkerIfRequested()
 	seeds := flag.String("seeds", "examples/seeds/kernel", "bundled kernel seed tasks")
 	cands := flag.String("cands", "kernels/testdata/gpucheck", "candidates: cuda/<item>__<kind>.cu, triton/<item>__<kind>.py")
 	kb := flag.String("kernelbench", ".gpucheck/kernelbench", "KernelBench problem sources <item>.py (copied from ../shared/datasets)")
