@@ -27,74 +27,6 @@ const (
 	ReasonNearDuplicate  = "near_duplicate"
 )
 
-// Doc is one document to deduplicate.
-type Doc struct {
-	ID   string
-	Text string
-	Tier uint8 // survivor priority tier (TierOther when unknown)
-	// Signature, when set and made with the run's SignatureParams, is used
-	// instead of re-tokenising the text (signatures stored by an earlier
-	// run). The text is still needed for exact verification of candidates.
-	Signature *Signature
-}
-
-// Signature is a stored document signature: the 128-bit hash of the
-// normalised text and the OPH MinHash values (nil for an empty document).
-type Signature struct {
-	Params   string
-	TextHash [2]uint64
-	Values   []uint64
-}
-
-// SignatureParams names everything a signature depends on; a stored
-// signature is reused only when it matches exactly.
-func (c Config) SignatureParams() string {
-	l, _ := ParseLang(string(c.Lang))
-	return fmt.Sprintf("oph-v1/k=%d/seed=%d/%s%d/lang=%s/strip=%t/lower=%t", c.NumPerm, c.Seed, c.Shingle, c.NGram, l, c.StripComments, c.Lowercase)
-}
-
-// Source yields documents. Scan must visit the same documents in the same
-// order every time it is called (exact verification scans twice).
-type Source interface {
-	Scan(ctx context.Context, fn func(d Doc) error) error
-}
-
-// Fetcher is an optional Source extension: random access by input
-// position. Exact verification uses it to read back only the documents in
-// candidate pairs instead of rescanning the whole source.
-type Fetcher interface {
-	Fetch(ctx context.Context, idx []int32, fn func(i int32, d Doc) error) error
-}
-
-// SliceSource is an in-memory Source.
-type SliceSource []Doc
-
-// Fetch implements Fetcher.
-func (s SliceSource) Fetch(ctx context.Context, idx []int32, fn func(i int32, d Doc) error) error {
-	for _, i := range idx {
-		if int(i) >= len(s) {
-			return fmt.Errorf("%w: fetch %d of %d documents", ErrInput, i, len(s))
-		}
-		if err := fn(i, s[i]); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
-}
-
-// Scan implements Source.
-func (s SliceSource) Scan(ctx context.Context, fn func(d Doc) error) error {
-	for i, d := range s {
-		if i%4096 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err := fn(d); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Stats are the funnel counters and phase timings of a run.
 type Stats struct {
 	Docs           int64
@@ -114,75 +46,6 @@ type Stats struct {
 	LSHTime        time.Duration
 	VerifyTime     time.Duration
 	TotalTime      time.Duration
-}
-
-// Decision is the outcome for one document.
-type Decision struct {
-	Index       int
-	ID          string
-	Kept        bool
-	ClusterID   string // empty for singletons
-	ClusterSize int
-	SurvivorID  string // own ID for survivors and singletons
-	Reason      string // exact_duplicate | near_duplicate for removed documents
-}
-
-// Result holds per-document outcomes in input order. It keeps the LSH
-// index (signatures) open for Signature until Close.
-type Result struct {
-	IDs      []string
-	idx      index
-	hasSig   []bool
-	params   string
-	root     []int32 // component root (smallest index) per document
-	survivor []int32 // survivor index, indexed by root
-	size     []int32 // component size, indexed by root
-	exLo     []uint64
-	exHi     []uint64
-	Stats    Stats
-}
-
-// Len is the number of documents.
-func (r *Result) Len() int { return len(r.IDs) }
-
-// Signature returns document i's signature (to store as a column).
-func (r *Result) Signature(i int) (Signature, error) {
-	s := Signature{Params: r.params, TextHash: [2]uint64{r.exLo[i], r.exHi[i]}}
-	if !r.hasSig[i] || r.idx == nil {
-		return s, nil
-	}
-	v, err := r.idx.signature(int32(i), nil)
-	s.Values = v
-	return s, err
-}
-
-// Close releases the index (temporary signature and run files).
-func (r *Result) Close() {
-	if r.idx != nil {
-		r.idx.close()
-		r.idx = nil
-	}
-}
-
-// Decision returns the outcome for document i.
-func (r *Result) Decision(i int) Decision {
-	root := r.root[i]
-	d := Decision{Index: i, ID: r.IDs[i], Kept: true, SurvivorID: r.IDs[i], ClusterSize: int(r.size[root])}
-	if d.ClusterSize < 2 {
-		d.ClusterSize = 1
-		return d
-	}
-	s := r.survivor[root]
-	d.ClusterID = fmt.Sprintf("dup-%08d", root)
-	d.SurvivorID = r.IDs[s]
-	if int(s) != i {
-		d.Kept = false
-		d.Reason = ReasonNearDuplicate
-		if r.exLo[i] == r.exLo[s] && r.exHi[i] == r.exHi[s] {
-			d.Reason = ReasonExactDuplicate
-		}
-	}
-	return d
 }
 
 // signed is the phase-1 output for one document.
@@ -231,41 +94,6 @@ func (w *worker) shingleSet(cfg *Config, text string) []uint64 {
 	Tokenize(text, cfg.tokenizeOptions(), &w.tok)
 	w.shingles = AppendShingles(w.shingles[:0], &w.tok, cfg.Shingle, cfg.NGram, cfg.Seed)
 	return slices.Clone(SortedSet(w.shingles))
-}
-
-// shingleSet32 is shingleSet truncated to the high 32 bits of each hash,
-// halving verification memory. Two distinct shingles of a ~400-shingle
-// pair collide with probability ~400²/2³² ≈ 4·10⁻⁵, so the Jaccard value
-// moves by far less than the estimator noise the exact check removes.
-func (w *worker) shingleSet32(cfg *Config, text string) []uint32 {
-	Tokenize(text, cfg.tokenizeOptions(), &w.tok)
-	w.shingles = AppendShingles(w.shingles[:0], &w.tok, cfg.Shingle, cfg.NGram, cfg.Seed)
-	out := make([]uint32, len(w.shingles))
-	for i, h := range w.shingles {
-		out[i] = uint32(h >> 32)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-func jaccard32(a, b []uint32) float64 {
-	if len(a) == 0 && len(b) == 0 {
-		return 1
-	}
-	i, j, inter := 0, 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i] == b[j]:
-			inter++
-			i++
-			j++
-		case a[i] < b[j]:
-			i++
-		default:
-			j++
-		}
-	}
-	return float64(inter) / float64(len(a)+len(b)-inter)
 }
 
 // index is the LSH backend: it receives signed documents in input order and
@@ -496,55 +324,4 @@ func Run(ctx context.Context, src Source, cfg Config, log *slog.Logger) (*Result
 		"exact_pairs", st.ExactPairs, "candidate_pairs", st.CandidatePairs, "verified_pairs", st.VerifiedPairs,
 		"backend", st.Backend, "seconds", st.TotalTime.Seconds())
 	return res, nil
-}
-
-// verifyExact rescans the source for the documents in stashed pairs and
-// accepts a pair when the exact Jaccard of its shingle sets reaches the
-// threshold. Memory is proportional to the documents in candidate pairs,
-// not to the corpus.
-func verifyExact(ctx context.Context, src Source, cfg *Config, stash []uint64, n int, uf *unionFind, st *Stats) error {
-	st.PrefilterPass = int64(len(stash))
-	need := map[int32][]uint32{}
-	for _, p := range stash {
-		need[int32(p>>32)] = nil
-		need[int32(uint32(p))] = nil
-	}
-	var w worker
-	if f, ok := src.(Fetcher); ok {
-		idx := make([]int32, 0, len(need))
-		for i := range need {
-			idx = append(idx, i)
-		}
-		slices.Sort(idx)
-		err := f.Fetch(ctx, idx, func(i int32, d Doc) error {
-			need[i] = w.shingleSet32(cfg, d.Text)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	} else {
-		i := int32(0)
-		err := src.Scan(ctx, func(d Doc) error {
-			if _, ok := need[i]; ok {
-				need[i] = w.shingleSet32(cfg, d.Text)
-			}
-			i++
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if int(i) != n {
-			return fmt.Errorf("%w: source yielded %d documents on the verification scan, %d on the first", ErrInput, i, n)
-		}
-	}
-	for _, p := range stash {
-		a, b := int32(p>>32), int32(uint32(p))
-		if jaccard32(need[a], need[b]) >= cfg.Threshold {
-			st.VerifiedPairs++
-			uf.union(a, b)
-		}
-	}
-	return nil
 }

@@ -1,0 +1,93 @@
+package dedup
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// shingleSet32 is shingleSet truncated to the high 32 bits of each hash,
+// halving verification memory. Two distinct shingles of a ~400-shingle
+// pair collide with probability ~400²/2³² ≈ 4·10⁻⁵, so the Jaccard value
+// moves by far less than the estimator noise the exact check removes.
+func (w *worker) shingleSet32(cfg *Config, text string) []uint32 {
+	Tokenize(text, cfg.tokenizeOptions(), &w.tok)
+	w.shingles = AppendShingles(w.shingles[:0], &w.tok, cfg.Shingle, cfg.NGram, cfg.Seed)
+	out := make([]uint32, len(w.shingles))
+	for i, h := range w.shingles {
+		out[i] = uint32(h >> 32)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func jaccard32(a, b []uint32) float64 {
+	if len(a) == 0 && len(b) == 0 {
+		return 1
+	}
+	i, j, inter := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			inter++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return float64(inter) / float64(len(a)+len(b)-inter)
+}
+
+// verifyExact rescans the source for the documents in stashed pairs and
+// accepts a pair when the exact Jaccard of its shingle sets reaches the
+// threshold. Memory is proportional to the documents in candidate pairs,
+// not to the corpus.
+func verifyExact(ctx context.Context, src Source, cfg *Config, stash []uint64, n int, uf *unionFind, st *Stats) error {
+	st.PrefilterPass = int64(len(stash))
+	need := map[int32][]uint32{}
+	for _, p := range stash {
+		need[int32(p>>32)] = nil
+		need[int32(uint32(p))] = nil
+	}
+	var w worker
+	if f, ok := src.(Fetcher); ok {
+		idx := make([]int32, 0, len(need))
+		for i := range need {
+			idx = append(idx, i)
+		}
+		slices.Sort(idx)
+		err := f.Fetch(ctx, idx, func(i int32, d Doc) error {
+			need[i] = w.shingleSet32(cfg, d.Text)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	} else {
+		i := int32(0)
+		err := src.Scan(ctx, func(d Doc) error {
+			if _, ok := need[i]; ok {
+				need[i] = w.shingleSet32(cfg, d.Text)
+			}
+			i++
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if int(i) != n {
+			return fmt.Errorf("%w: source yielded %d documents on the verification scan, %d on the first", ErrInput, i, n)
+		}
+	}
+	for _, p := range stash {
+		a, b := int32(p>>32), int32(uint32(p))
+		if jaccard32(need[a], need[b]) >= cfg.Threshold {
+			st.VerifiedPairs++
+			uf.union(a, b)
+		}
+	}
+	return nil
+}
