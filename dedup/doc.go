@@ -72,4 +72,3 @@ func (s SliceSource) Scan(ctx context.Context, fn func(d Doc) error) error {
 	}
 	return nil
 }
-

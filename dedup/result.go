@@ -70,4 +70,3 @@ func (r *Result) Decision(i int) Decision {
 	}
 	return d
 }
-
