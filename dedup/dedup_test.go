@@ -177,6 +177,14 @@ func TestPlantedNearDuplicatesBothBackends(t *testing.T) {
 			t.Fatalf("backends disagree on doc %d: %+v vs %+v", i, a, b)
 		}
 	}
+	// Output does not depend on the worker count or batch size.
+	cfg.Workers, cfg.BatchDocs = 3, 97
+	par := runPlanted(t, cfg, 3000)
+	for i := range mem.Len() {
+		if a, b := mem.Decision(i), par.Decision(i); a != b {
+			t.Fatalf("3 workers disagree on doc %d: %+v vs %+v", i, a, b)
+		}
+	}
 	cfg.Verify = VerifySignature
 	runPlanted(t, cfg, 1000)
 }
