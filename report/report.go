@@ -86,9 +86,9 @@ func Generate(ctx context.Context, workDir string, sum *engine.RunSummary, cfg C
 	return r, out, nil
 }
 
-// Load returns the report of a run: its report.json when it is there (the
-// figures as they were when the build finished), else one built now from
-// the work directory.
+// Load returns the report of a run: its report.json when it is there and
+// not older than the run summary (the figures as they were when the build
+// finished), else one built now from the work directory.
 func Load(ctx context.Context, workDir string) (*Report, error) {
 	data, err := os.ReadFile(filepath.Join(workDir, JSONFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -104,6 +104,11 @@ func Load(ctx context.Context, workDir string) (*Report, error) {
 	if r.Version != SchemaVersion {
 		return nil, fmt.Errorf("%w: %s: report version %d, this build reads %d (regenerate with `crucible report build`)",
 			engine.ErrInput, filepath.Join(workDir, JSONFile), r.Version, SchemaVersion)
+	}
+	// A build that ran after the report was written (its report failed, or
+	// it was run by a tool without the report hook) makes report.json stale.
+	if sum, err := LoadSummary(workDir); err == nil && sum.Finished.After(r.Finished) {
+		return Build(ctx, workDir, sum)
 	}
 	return &r, nil
 }

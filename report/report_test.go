@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/engine/ingest"
@@ -518,6 +519,21 @@ stages:
 	}
 	if _, err := os.Stat(filepath.Join(dir, "history")); !os.IsNotExist(err) {
 		t.Errorf("no_history still wrote a history folder: %v", err)
+	}
+
+	// Load uses report.json while it is current, and rebuilds the figures
+	// once a later build has finished in the work dir.
+	if got, err := Load(context.Background(), work); err != nil || !got.GeneratedAt.Equal(r.GeneratedAt) {
+		t.Fatalf("current report.json not used: %v", err)
+	}
+	later := *sum
+	later.Finished = sum.Finished.Add(time.Hour)
+	data, _ := json.Marshal(&later)
+	if err := os.WriteFile(filepath.Join(work, "run-summary.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Load(context.Background(), work); err != nil || !got.Finished.Equal(later.Finished) {
+		t.Fatalf("stale report.json used: %v", err)
 	}
 }
 
