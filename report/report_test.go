@@ -506,7 +506,7 @@ stages:
 		t.Fatalf("absent stages produced figures: %+v %+v %q", r.Packing, r.Verdicts, outs.History)
 	}
 	notes := strings.Join(r.Notes, "\n")
-	for _, want := range []string{"no stage wrote evidence", "no stage wrote packed rows"} {
+	for _, want := range []string{"no stage wrote evidence", "no stage wrote packed rows", "stage ingest has committed output but is not in this run's summary"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q: %s", want, notes)
 		}

@@ -168,7 +168,12 @@ func discoverStages(workDir string, sum *engine.RunSummary) ([]stageOut, []strin
 	for i, n := range order {
 		stages[i] = *byName[n]
 	}
-	if sum != nil {
+	if sum != nil && len(sum.Stages) > 0 {
+		for _, n := range order {
+			if rank[n] == 0 {
+				notes = append(notes, fmt.Sprintf("stage %s has committed output but is not in this run's summary (not run this time, or left by an earlier pipeline)", n))
+			}
+		}
 		for _, s := range sum.Stages {
 			if _, ok := byName[s.Name]; !ok {
 				notes = append(notes, fmt.Sprintf("stage %s is in the run summary but has no committed manifest in %s", s.Name, workDir))
