@@ -75,16 +75,16 @@ func ContractFor(item engine.Item) (Contract, error) {
 	base := baseContract{harness: v.Harness, top: top, dut: dut, reference: item.Reference}
 	switch v.Kind {
 	case engine.VerifierDifferential:
-		c := &Differential{baseContract: base}
-		c.protect = collectHarnessNames(v.Harness, item.Reference)
+		c := &Differential{baseContract: base, trustedRef: namespaceHelpers(item.Reference)}
+		c.protect = collectHarnessNames(v.Harness, c.trustedRef)
 		return c, nil
 	case engine.VerifierCompletion:
 		prefix, err := CompletionPrefix(item)
 		if err != nil {
 			return nil, err
 		}
-		c := &Completion{Differential: Differential{baseContract: base}, Prefix: prefix}
-		c.protect = collectHarnessNames(v.Harness, item.Reference)
+		c := &Completion{Differential: Differential{baseContract: base, trustedRef: namespaceHelpers(item.Reference)}, Prefix: prefix}
+		c.protect = collectHarnessNames(v.Harness, c.trustedRef)
 		return c, nil
 	case engine.VerifierSelfChecking:
 		if strings.TrimSpace(v.PassMarker) == "" {
@@ -135,12 +135,29 @@ func lastLine(out []byte, secret string) (string, int) {
 // the reference produced under the same harness.
 type Differential struct {
 	baseContract
+	trustedRef string // the reference with its helper modules namespaced
+}
+
+// refHelperSuffix renames the reference's helper modules (every design unit
+// but RefModule) in the compiled trusted copy, so a candidate may define
+// modules of the same names (a mutant or a candidate derived from the
+// reference usually does) without a duplicate-module error.
+const refHelperSuffix = "_crucible_ref"
+
+func namespaceHelpers(ref string) string {
+	for _, u := range countModules(ref) {
+		if u == RefModuleName {
+			continue
+		}
+		ref = regexp.MustCompile(`\b`+regexp.QuoteMeta(u)+`\b`).ReplaceAllLiteralString(ref, u+refHelperSuffix)
+	}
+	return ref
 }
 
 var reMismatchDisplay = regexp.MustCompile(`\$display\s*\(\s*"Mismatches:\s*%\d*d\s+in\s+%\d*d\s+samples(?:\\n)?"\s*,\s*([^,;]+?)\s*,\s*([^,;]+?)\s*\)\s*;`)
 
 func (d *Differential) Kind() string      { return engine.VerifierDifferential }
-func (d *Differential) Reference() string { return d.reference }
+func (d *Differential) Reference() string { return d.trustedRef }
 
 func (d *Differential) TrustedHarness(secret string) (string, error) {
 	locs := reMismatchDisplay.FindAllStringSubmatchIndex(d.harness, -1)

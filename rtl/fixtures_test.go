@@ -86,3 +86,19 @@ endmodule
 		Verifier: engine.Verifier{Kind: engine.VerifierSelfChecking, Harness: harness, Top: "tb",
 			PassMarker: "Your Design Passed"}}
 }
+
+// helperItem's reference uses a helper module; candidates may define a
+// module of the same name.
+func helperItem(t testing.TB) engine.Item {
+	t.Helper()
+	iface := engine.Interface{Top: "TopModule", Ports: []engine.Port{{Name: "a", Direction: "input", Width: 4},
+		{Name: "y", Direction: "output", Width: 4}}}
+	tb, err := GenerateDifferentialTB(iface, DefaultTBOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := "module inv(input [3:0] x, output [3:0] z); assign z = ~x; endmodule\n" +
+		"module RefModule(input [3:0] a, output [3:0] y); inv u(.x(a), .z(y)); endmodule\n"
+	return engine.Item{ItemID: "helper", Domain: engine.DomainRTL, Interface: iface, Reference: ref,
+		Verifier: engine.Verifier{Kind: engine.VerifierDifferential, Harness: tb, Top: "tb"}}
+}

@@ -172,3 +172,20 @@ func TestTimeoutClassification(t *testing.T) {
 		t.Errorf("SIGXCPU: %s, want timeout", st)
 	}
 }
+
+// TestReferenceHelperModules: a candidate may define modules named like the
+// reference's helpers (mutants of the reference do); it is judged on its
+// behaviour, not screened or rejected as a duplicate module.
+func TestReferenceHelperModules(t *testing.T) {
+	v := newTestVerifier(t, testConfig(t))
+	item := helperItem(t)
+	self, err := RenameModule(item.Reference, RefModuleName, DefaultDUTName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCases(t, v, item, []caseWant{
+		{"same-helpers", self, engine.StatusPass, ""},
+		{"mutant-helper", strings.Replace(self, "~x", "x", 1), engine.StatusFail, engine.StageMismatch},
+		{"uses-namespaced", "module TopModule(input [3:0] a, output [3:0] y); inv_crucible_ref u(.x(a), .z(y)); endmodule\n", engine.StatusFail, engine.StageStatic},
+	})
+}
