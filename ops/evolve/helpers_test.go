@@ -15,8 +15,11 @@ func loadItems(t testing.TB, preset string, paths ...string) []engine.Item {
 	t.Helper()
 	var items []engine.Item
 	g, err := ingest.New(preset, ingest.Sink{
-		Item:   func(it engine.Item) error { items = append(items, it); return nil },
-		Reject: func(r engine.Rejection) error { t.Errorf("ingest rejected %s: %s %s", r.ItemID, r.Reason, r.Detail); return nil },
+		Item: func(it engine.Item) error { items = append(items, it); return nil },
+		Reject: func(r engine.Rejection) error {
+			t.Errorf("ingest rejected %s: %s %s", r.ItemID, r.Reason, r.Detail)
+			return nil
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -138,9 +138,8 @@ func resetSyncAsync(d *vlog.Design, iface engine.Interface) (Mutation, error) {
 				if e.Signal != r {
 					continue
 				}
-				if k > 0 { // remove "or negedge rst" / ", negedge rst"
-					sep := d.Prev(e.Kw)
-					edits = append(edits, vlog.Edit{From: sep, To: e.SigTok + 1})
+				if k > 0 { // remove " or negedge rst" / ", negedge rst"
+					edits = append(edits, vlog.Edit{From: a.Edges[k-1].SigTok + 1, To: e.SigTok + 1})
 				} else if len(a.Edges) > 1 {
 					edits = append(edits, vlog.Edit{From: e.Kw, To: d.Next(d.Next(e.SigTok))})
 				}
