@@ -94,3 +94,25 @@ func TestPackBadFlags(t *testing.T) {
 		t.Fatalf("missing input: %v (exit %d)", err, code)
 	}
 }
+
+func TestPackWithTemplateFile(t *testing.T) {
+	dir := t.TempDir()
+	in := writePackInput(t, dir)
+	var stdout bytes.Buffer
+	err := runPack(context.Background(), PackOptions{In: []string{in}, Out: filepath.Join(dir, "o"), Stdout: &stdout,
+		Template: "../../ops/pack/testdata/qwen3-tools.yaml", Config: pack.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<tool_response>=", "</tool_response>="} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("cl100k lacks %s, so it must get a new id; summary:\n%s", want, stdout.String())
+		}
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("header: {robot: x}\nmesage_end: y\n"), 0o644)
+	err = runPack(context.Background(), PackOptions{In: []string{in}, Out: filepath.Join(dir, "o2"), Template: bad, Config: pack.DefaultConfig()})
+	if code := exitCode(context.Background(), err); code != exitUsage || !strings.Contains(err.Error(), "mesage_end") {
+		t.Fatalf("typo in template: %v (exit %d)", err, code)
+	}
+}

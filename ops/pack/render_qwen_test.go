@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/crucible-data/crucible/ops/pack/tokenizer"
 )
 
@@ -33,9 +35,26 @@ func TestRenderMatchesHFOnRenderedText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRenderer(tok, DefaultTemplate())
+	tools := DefaultTemplate()
+	data, err := os.ReadFile("testdata/qwen3-tools.yaml")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &tools); err != nil {
+		t.Fatal(err)
+	}
+	for _, tm := range []Template{DefaultTemplate(), tools} {
+		t.Run(tm.Name, func(t *testing.T) { checkRenderAgainstJS(t, node, tok, tm) })
+	}
+}
+
+func checkRenderAgainstJS(t *testing.T, node string, tok *tokenizer.Tokenizer, tm Template) {
+	r, err := NewRenderer(tok, tm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Added()) != 0 {
+		t.Fatalf("Qwen3 has all of the template's tokens, yet %v were added", r.Added())
 	}
 	files, _ := filepath.Glob("tokenizer/testdata/*.*")
 	var bodies []string
@@ -57,11 +76,11 @@ func TestRenderMatchesHFOnRenderedText(t *testing.T) {
 		trajs = append(trajs, tr)
 		var s strings.Builder
 		for _, m := range tr.Messages {
-			s.WriteString("<|im_start|>" + m.Role + "\n")
+			s.WriteString(tm.Header[m.Role])
 			if m.Reasoning != "" {
 				s.WriteString("<think>\n" + m.Reasoning + "\n</think>\n\n")
 			}
-			s.WriteString(m.Content + "<|im_end|>\n")
+			s.WriteString(m.Content + tm.Footer[m.Role] + "<|im_end|>\n")
 		}
 		texts = append(texts, s.String())
 	}

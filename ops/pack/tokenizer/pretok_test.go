@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
 )
@@ -129,4 +130,30 @@ func TestRegexFallbackSplitsGPT2(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("got %q want %q", got, want)
 	}
+}
+
+// FuzzScanners extends TestScannersMatchRegex with the fuzzer:
+//
+//	go test -run '^$' -fuzz FuzzScanners -fuzztime 2m ./ops/pack/tokenizer/
+func FuzzScanners(f *testing.F) {
+	for _, s := range []string{"it's  ok\n\n", "ABCdef ǅx \u0301a", "  \t\r\n x", "1234 ١٢٣", "a/b//\n", "'LL'''s"} {
+		f.Add(s)
+	}
+	res := map[string]*regexp2.Regexp{}
+	for _, p := range []string{PatternCL100K, PatternQwen2, PatternO200K} {
+		res[p] = regexp2.MustCompile(p, regexp2.None)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			t.Skip() // inputs reach the tokeniser as valid UTF-8 (JSON decoding guarantees it)
+		}
+		for p, re := range res {
+			sp, _ := splitterFor(p)
+			want := regexPieces(t, re, s)
+			got := scannerPieces(sp, s)
+			if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+				t.Fatalf("%s: %q\n got %q\nwant %q", sp.name(), s, got, want)
+			}
+		}
+	})
 }
