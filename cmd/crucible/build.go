@@ -75,6 +75,9 @@ func runBuild(ctx context.Context, o BuildOptions) error {
 	if sum != nil {
 		printRunSummary(o.Out, sum, sh)
 	}
+	if err == nil {
+		err = writeBuildReport(ctx, o.Out, sum)
+	}
 	return err
 }
 

@@ -15,6 +15,7 @@ func commands() []*cobra.Command {
 		newSelectCmd(),
 		newComposeCmd(),
 		newPackCmd(),
+		newReportCmd(),
 	}
 }
 
