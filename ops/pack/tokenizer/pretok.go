@@ -265,6 +265,9 @@ func punctRun(s string, i int, r rune, w int, slashTail bool) int {
 //	|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
 //	|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
 func nextO200K(s string, i int) int {
+	if e := o200kASCIIWord(s, i); e > 0 {
+		return e
+	}
 	r, w := at(s, i)
 	pre := isPrefix(r)
 	if pre {
@@ -353,4 +356,37 @@ func lowerRun(s string, j int) int {
 		}
 		j += w
 	}
+}
+
+// o200kASCIIWord is the fast path of nextO200K for an ASCII word, optionally
+// after one ASCII space or punctuation prefix: then both letter
+// alternatives reduce to prefix? [A-Z]* [a-z]* contraction?. It returns 0
+// whenever a non-ASCII character could change the answer, and the general
+// code decides.
+func o200kASCIIWord(s string, i int) int {
+	j := i
+	c := s[i]
+	if c >= utf8.RuneSelf {
+		return 0
+	}
+	if asciiClass[c]&cL == 0 {
+		// a one-character prefix: anything but CR, LF, letters and digits
+		if c == '\r' || c == '\n' || asciiClass[c]&cN != 0 || i+1 >= len(s) {
+			return 0
+		}
+		if n := s[i+1]; n >= utf8.RuneSelf || asciiClass[n]&cL == 0 {
+			return 0
+		}
+		j = i + 1
+	}
+	for j < len(s) && s[j] < utf8.RuneSelf && asciiClass[s[j]]&cUpper != 0 {
+		j++
+	}
+	for j < len(s) && s[j] < utf8.RuneSelf && asciiClass[s[j]]&cLower != 0 {
+		j++
+	}
+	if j < len(s) && s[j] >= utf8.RuneSelf {
+		return 0
+	}
+	return j + contraction(s, j)
 }
