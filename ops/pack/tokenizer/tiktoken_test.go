@@ -122,3 +122,21 @@ func TestAddSpecial(t *testing.T) {
 		t.Fatal("added token leaked across loads")
 	}
 }
+
+// Invalid UTF-8 (possible in Parquet input) must not panic and must survive
+// a round trip byte for byte; each invalid byte is an "other" character.
+func TestInvalidUTF8RoundTrips(t *testing.T) {
+	for _, name := range []string{CL100KBase, O200KBase} {
+		tok, err := LoadTiktoken(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{"abc\xffdef", "\xc3", "x \xe2\x82 y\n\xff\xfe", string([]byte{0x80, 'a', 0xc0, ' ', 'b'})} {
+			ids := tok.Encode(s)
+			back, err := tok.Decode(ids)
+			if err != nil || back != s {
+				t.Errorf("%s: %q -> %v -> %q, %v", name, s, ids, back, err)
+			}
+		}
+	}
+}
