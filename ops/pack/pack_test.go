@@ -289,3 +289,24 @@ func TestStageRegistersAndRuns(t *testing.T) {
 		t.Fatalf("typo in config accepted: %v", err)
 	}
 }
+
+// Everything longer than B: nothing is packed, nothing is truncated, every
+// sample is accounted for as dropped, and the audit agrees.
+func TestAllSamplesDropped(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTestCorpus(t, dir, 12)
+	cfg := testConfig(LayoutMegatron, AlgoBestFitDecreasing)
+	cfg.SeqLen = 16
+	out := filepath.Join(dir, "out")
+	m, err := Run(context.Background(), cfg, []string{in}, out, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Counts.Packed != 0 || m.Counts.Rows != 0 || m.Counts.Dropped != 12 || m.FillRatio != 0 {
+		t.Fatalf("counts %+v fill %v", m.Counts, m.FillRatio)
+	}
+	rep, err := Audit(context.Background(), []string{in}, out, 2, quiet)
+	if err != nil || rep.Dropped != 12 {
+		t.Fatalf("audit %+v: %v", rep, err)
+	}
+}
