@@ -93,6 +93,9 @@ func Parse(src, top string) (*Design, error) {
 
 // Next returns the index of the next significant token after i (-1 at the end).
 func (d *Design) Next(i int) int {
+	if i < 0 {
+		return -1 // past the end stays past the end
+	}
 	for j := i + 1; j < len(d.Toks); j++ {
 		if d.Toks[j].Sig() {
 			return j
@@ -121,6 +124,9 @@ func (d *Design) Text(i int) string {
 
 // Match returns the index of the bracket closing the one at i.
 func (d *Design) Match(i int) int {
+	if i < 0 || i >= len(d.Toks) {
+		return -1
+	}
 	open := d.Toks[i].Text
 	closer := map[string]string{"(": ")", "[": "]", "{": "}", "begin": "end", "case": "endcase", "casez": "endcase", "casex": "endcase"}[open]
 	if closer == "" {
@@ -623,6 +629,10 @@ func (d *Design) Cases() []Case {
 				case ":":
 				case "(", "[", "{":
 					k2 := d.Match(k)
+					if k2 < 0 || k2 >= c.End {
+						k = -1 // unbalanced label: give up on this case statement
+						break
+					}
 					label = append(label, Join(d.Toks[k:k2+1]))
 					k = k2
 					continue

@@ -82,3 +82,26 @@ func TestParseVerilogEval(t *testing.T) {
 		t.Errorf("%d of %d references did not parse", bad, n)
 	}
 }
+
+// FuzzParseAndMutate: parsing and every operator must return errors, never
+// panic, on arbitrary text.
+func FuzzParseAndMutate(f *testing.F) {
+	f.Add("module RefModule(input clk, input rst, output reg [3:0] q); always @(posedge clk) if (rst) q <= 0; else q <= q + 1; endmodule")
+	f.Add("module RefModule(input [7:0] a, output y); assign y = a[3:0] == 4'hf ? 1'b1 : 'b0; endmodule")
+	f.Add("module RefModule(); case (s) A: n = x ? B : A; endcase endmodule")
+	f.Add("module RefModule(input a; always @(")
+	f.Fuzz(func(t *testing.T, src string) {
+		d, err := Parse(src, "RefModule")
+		if err != nil {
+			return
+		}
+		d.Cases()
+		for i := range d.Toks {
+			d.AssignTarget(i)
+			d.StmtEnd(i)
+		}
+		for _, p := range d.Ports {
+			d.Width(p)
+		}
+	})
+}
