@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -139,13 +140,22 @@ func prlimitArgs(prlimit string, l Limits) []string {
 		"--"}
 }
 
-// runLimited runs argv in dir under prlimit in its own process group, with a
+// runLimited runs argv in dir under the resource limits (see
+// rlimit_linux.go) in its own process group, with a
 // wall-clock timeout and capped output. It returns an error only when ctx is
 // cancelled (the run as a whole is being abandoned); everything the process
 // did, including failing to start, is reported in procResult.
 func runLimited(ctx context.Context, dir, prlimit string, lim Limits, timeout time.Duration,
 	argv []string, onStart func(pid int)) (procResult, error) {
-	full := append(prlimitArgs(prlimit, lim), argv...)
+	traced := useTracedStart()
+	full := argv
+	if !traced {
+		full = append(prlimitArgs(prlimit, lim), argv...)
+	} else if p, err := exec.LookPath(argv[0]); err == nil {
+		full = append([]string{p}, argv[1:]...)
+	} else if !strings.Contains(argv[0], "/") {
+		return procResult{ExitCode: -1, StartErr: err, Stdout: newCapture(1024, 0, nil), Stderr: newCapture(1024, 0, nil)}, nil
+	}
 	cmd := exec.Command(full[0], full[1:]...)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + dir, "LC_ALL=C"}
@@ -171,8 +181,17 @@ func runLimited(ctx context.Context, dir, prlimit string, lim Limits, timeout ti
 	cmd.WaitDelay = 2 * time.Second
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		res.StartErr = err
+	var startErr error
+	if traced {
+		startErr = startTracedWithLimits(cmd, lim)
+	} else {
+		startErr = cmd.Start()
+	}
+	if startErr != nil {
+		res.StartErr = startErr
+		if cmd.Process != nil {
+			_ = cmd.Wait()
+		}
 		return res, nil
 	}
 	if onStart != nil {
