@@ -31,6 +31,7 @@ func PackRunMain(args []string) int {
 	fs.StringVar(&cfg.Algorithm, "algorithm", cfg.Algorithm, "bfd|ffs|none")
 	fs.IntVar(&cfg.Workers, "workers", 0, "tokenising goroutines (0: GOMAXPROCS)")
 	audit := fs.Bool("audit", false, "audit the output afterwards (timed separately)")
+	auditOnly := fs.Bool("audit-only", false, "only audit an existing --out against --in")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the pack run here")
 	memLimit := fs.Int64("mem-limit-mib", 0, "soft Go memory limit unless GOMEMLIMIT is set (0: none)")
 	if err := fs.Parse(args); err != nil {
@@ -50,6 +51,22 @@ func PackRunMain(args []string) int {
 			pprof.StartCPUProfile(f)
 			defer pprof.StopCPUProfile()
 		}
+	}
+	if *auditOnly {
+		t := time.Now()
+		rep, err := pack.Audit(context.Background(), []string{*in}, *out, cfg.Workers, slog.Default())
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		res := map[string]any{"audit_s": time.Since(t).Seconds(), "audit_ok": err == nil, "peak_rss_mib": ru.Maxrss / 1024}
+		if rep != nil {
+			res["audit_problems"], res["samples"], res["rows"], res["tokens"] = rep.ProblemCount, rep.Samples, rep.Rows, rep.Tokens
+		}
+		b, _ := json.Marshal(res)
+		fmt.Println(string(b))
+		if err != nil {
+			return 1
+		}
+		return 0
 	}
 	os.RemoveAll(*out)
 	start := time.Now()
