@@ -81,6 +81,10 @@ func runBuild(ctx context.Context, o BuildOptions) error {
 	return err
 }
 
+// maxPrintedCounts bounds the counters printed per stage; all of them are in
+// run-summary.json and the report.
+const maxPrintedCounts = 8
+
 func printRunSummary(w io.Writer, sum *engine.RunSummary, sh engine.Shard) {
 	fmt.Fprintf(w, "\npipeline %s", sum.Pipeline)
 	if sh.Count > 1 {
@@ -103,7 +107,11 @@ func printRunSummary(w io.Writer, sum *engine.RunSummary, sh engine.Shard) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		for _, k := range keys {
+		for i, k := range keys {
+			if i == maxPrintedCounts {
+				fmt.Fprintf(w, "      … %d more counts in the run summary\n", len(keys)-i)
+				break
+			}
 			fmt.Fprintf(w, "      %-28s %d\n", k, s.Counts[k])
 		}
 	}
