@@ -34,7 +34,7 @@ static → strength → audit → dedup → difficulty → compose; --order chan
               in the instruction ≤ 20%)
   strength    the parent reference (adapted to the evolved interface) must fail
               the evolved verifier; simple mutants of the evolved reference must
-              be killed (≥ 60% of those judged)
+              be killed (≥ half of those judged)
   audit       the evolved reference compiles and passes its own verifier under
               Icarus, Yosys reads the declared ports, the audit generator accepts
               the instruction
@@ -172,7 +172,16 @@ func runAdmit(ctx context.Context, o AdmitOptions) error {
 	if err != nil {
 		return err
 	}
-	a, err := gates.New(o.Config.Config, gates.Env{Verifier: ver, Generator: gen})
+	env := gates.Env{Verifier: ver, Generator: gen}
+	kv, err := evolve.NewKernelJudge(o.Config.Kernel, cands, nil)
+	if err != nil {
+		return err
+	}
+	if kv != nil {
+		defer kv.Close()
+		env.Kernel = kv
+	}
+	a, err := gates.New(o.Config.Config, env)
 	if err != nil {
 		return err
 	}

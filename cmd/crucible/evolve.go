@@ -58,6 +58,10 @@ func operatorHelp() string {
 		}
 		fmt.Fprintf(&b, "  %-17s %s%s\n", op.Name, op.Doc, tag)
 	}
+	b.WriteString("Kernel operators (C/CUDA references; judged by the kernel verifier, unjudged without a backend):\n")
+	for _, op := range evolve.KernelOperators() {
+		fmt.Fprintf(&b, "  %-17s %s\n", op.Name, op.Doc)
+	}
 	return b.String()
 }
 
@@ -182,6 +186,14 @@ func runEvolve(ctx context.Context, o EvolveOptions) error {
 	e, err := evolve.New(o.Config.Config, gen, ver, nil)
 	if err != nil {
 		return err
+	}
+	kv, err := evolve.NewKernelJudge(o.Config.Kernel, seeds, nil)
+	if err != nil {
+		return err
+	}
+	if kv != nil {
+		defer kv.Close()
+		e.WithKernelJudge(kv)
 	}
 	res, err := e.Evolve(ctx, seeds)
 	if err != nil {

@@ -109,6 +109,21 @@ func samePorts(a, b []engine.Port) bool {
 	return true
 }
 
+// SameContract reports whether two interfaces have the same ports and the
+// same kernel arguments (names, roles, shapes, dtypes) and tolerance.
+func SameContract(a, b engine.Interface) bool {
+	if !samePorts(a.Ports, b.Ports) || len(a.Args) != len(b.Args) || a.Tolerance != b.Tolerance {
+		return false
+	}
+	for i := range a.Args {
+		x, y := a.Args[i], b.Args[i]
+		if x.Name != y.Name || x.Role != y.Role || x.DType != y.DType || fmt.Sprint(x.Shape) != fmt.Sprint(y.Shape) {
+			return false
+		}
+	}
+	return true
+}
+
 // SamePorts reports whether two interfaces have the same ports (names,
 // directions, widths, in order).
 func SamePorts(a, b engine.Interface) bool { return samePorts(a.Ports, b.Ports) }

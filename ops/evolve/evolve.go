@@ -40,6 +40,7 @@ const (
 // Config configures evolution.
 type Config struct {
 	Operators        []string `yaml:"operators"`         // mutation operators (default: every non-control one)
+	KernelOperators  []string `yaml:"kernel_operators"`  // kernel mutation operators (default: all)
 	SolutionFirst    bool     `yaml:"solution_first"`    // emit a re-specified item per verified seed
 	InstructionFirst bool     `yaml:"instruction_first"` // evolve specification-only seeds
 	// VerifyReferences self-checks references whose status is not yet
@@ -55,7 +56,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Operators: DefaultOperatorNames(), SolutionFirst: true, InstructionFirst: true, VerifyReferences: true,
+	return Config{Operators: DefaultOperatorNames(), KernelOperators: DefaultKernelOperatorNames(), SolutionFirst: true, InstructionFirst: true, VerifyReferences: true,
 		TBCycles: 200, Seed: 1, Generator: "template", Chat: textgen.DefaultChatConfig()}
 }
 
@@ -74,6 +75,11 @@ func (c Config) Validate() error {
 			bad = append(bad, fmt.Sprintf("operators: %q listed twice", n))
 		}
 		seen[n] = true
+	}
+	for _, n := range c.KernelOperators {
+		if _, ok := KernelOperatorByName(n); !ok {
+			bad = append(bad, fmt.Sprintf("kernel_operators: unknown operator %q", n))
+		}
 	}
 	if c.TBCycles < 10 || c.TBCycles > 100000 {
 		bad = append(bad, fmt.Sprintf("tb_cycles %d (want 10..100000)", c.TBCycles))
@@ -105,11 +111,25 @@ type Result struct {
 
 // Evolver derives candidate items from seeds.
 type Evolver struct {
-	cfg Config
-	gen textgen.Generator
-	ver *rtl.Verifier
-	log *slog.Logger
-	ops []Operator
+	cfg  Config
+	gen  textgen.Generator
+	ver  *rtl.Verifier
+	kern KernelJudge
+	log  *slog.Logger
+	ops  []Operator
+	kops []KernelOperator
+}
+
+// KernelJudge is the kernel verifier's batch API (kernels.Verifier has it).
+type KernelJudge interface {
+	VerifyAll(ctx context.Context, items map[string]engine.Item, cands []engine.Candidate) ([]engine.Evidence, error)
+}
+
+// WithKernelJudge lets the evolver self-check kernel references; without
+// one, kernel seeds whose reference is not verified yet are skipped.
+func (e *Evolver) WithKernelJudge(k KernelJudge) *Evolver {
+	e.kern = k
+	return e
 }
 
 // New builds an Evolver. ver may be nil when VerifyReferences is off.
@@ -130,6 +150,10 @@ func New(cfg Config, gen textgen.Generator, ver *rtl.Verifier, log *slog.Logger)
 	for _, n := range cfg.Operators {
 		op, _ := OperatorByName(n)
 		e.ops = append(e.ops, op)
+	}
+	for _, n := range cfg.KernelOperators {
+		op, _ := KernelOperatorByName(n)
+		e.kops = append(e.kops, op)
 	}
 	return e, nil
 }
@@ -187,6 +211,9 @@ func (e *Evolver) Evolve(ctx context.Context, seeds []engine.Item) (*Result, err
 // verifyReferences self-checks RTL references that are not verified yet and
 // sets reference_status on the seeds (in place).
 func (e *Evolver) verifyReferences(ctx context.Context, seeds []engine.Item) error {
+	if err := e.verifyKernelReferences(ctx, seeds); err != nil {
+		return err
+	}
 	var idx []int
 	var todo []engine.Item
 	for i, s := range seeds {
@@ -218,18 +245,62 @@ func (e *Evolver) verifyReferences(ctx context.Context, seeds []engine.Item) err
 	return nil
 }
 
+// verifyKernelReferences runs each unverified kernel reference as its own
+// candidate through the kernel judge, when one is configured.
+func (e *Evolver) verifyKernelReferences(ctx context.Context, seeds []engine.Item) error {
+	if e.kern == nil {
+		return nil
+	}
+	byID := map[string]engine.Item{}
+	var idx []int
+	var cands []engine.Candidate
+	for i, s := range seeds {
+		if s.Domain == engine.DomainKernel && strings.TrimSpace(s.Reference) != "" && s.ReferenceStatus != engine.RefVerified {
+			byID[s.ItemID] = s
+			idx = append(idx, i)
+			cands = append(cands, engine.Candidate{ItemID: s.ItemID, CandidateID: "reference", Code: s.Reference})
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	evs, err := e.kern.VerifyAll(ctx, byID, cands)
+	if err != nil {
+		return err
+	}
+	for k, ev := range evs {
+		switch ev.Status {
+		case engine.StatusPass:
+			seeds[idx[k]].ReferenceStatus = engine.RefVerified
+		case engine.StatusFail:
+			seeds[idx[k]].ReferenceStatus = engine.RefFailed
+		default:
+			seeds[idx[k]].ReferenceStatus = engine.RefUnjudged
+		}
+	}
+	return nil
+}
+
 func skip(it engine.Item, reason, detail string) engine.Rejection {
 	return engine.Rejection{ItemID: it.ItemID, Stage: "evolve", Gate: "route", Reason: reason, Detail: detail}
 }
 
 func (e *Evolver) evolveSeed(ctx context.Context, seed engine.Item) (seedOut, error) {
 	o := seedOut{counts: map[string]int64{}}
-	if seed.Domain != engine.DomainRTL {
+	if seed.Domain != engine.DomainRTL && seed.Domain != engine.DomainKernel {
 		o.counts["skipped.domain_"+seed.Domain]++
-		o.skipped = append(o.skipped, skip(seed, "unsupported_domain", "no "+seed.Domain+" operators in this build (kernel operators need a kernel backend)"))
+		o.skipped = append(o.skipped, skip(seed, "unsupported_domain", "no operators for domain "+seed.Domain))
 		return o, nil
 	}
 	route := Route(seed)
+	if seed.Domain == engine.DomainKernel {
+		if route != engine.RouteContractMutation {
+			o.counts["skipped.kernel_reference_"+seed.ReferenceStatus]++
+			o.skipped = append(o.skipped, skip(seed, "reference_not_verified", "kernel reference_status "+seed.ReferenceStatus+" (kernel seeds need a verified reference; configure a kernel backend)"))
+			return o, nil
+		}
+		return e.evolveKernel(ctx, seed, o)
+	}
 	switch route {
 	case "":
 		o.counts["skipped.reference_"+seed.ReferenceStatus]++
@@ -299,6 +370,38 @@ func (e *Evolver) evolveSeed(ctx context.Context, seed engine.Item) (seedOut, er
 			e.log.Warn("evolve: deriving the item failed", "seed", seed.ItemID, "operator", op.Name, "err", err)
 			continue
 		}
+		o.cands = append(o.cands, it)
+		o.counts["candidates."+op.Name]++
+	}
+	return o, nil
+}
+
+func (e *Evolver) evolveKernel(ctx context.Context, seed engine.Item, o seedOut) (seedOut, error) {
+	for _, op := range e.kops {
+		m, err := op.Apply(seed.Reference, seed.Interface, seed.Verifier.Harness)
+		if errors.Is(err, ErrNotApplicable) {
+			o.counts["not_applicable."+op.Name]++
+			continue
+		}
+		if err != nil {
+			o.counts["operator_error."+op.Name]++
+			continue
+		}
+		it := e.derived(seed, engine.RouteContractMutation, op.Name)
+		resp, err := e.gen.Generate(ctx, textgen.Request{Role: textgen.RoleProposal, ItemID: it.ItemID, Family: seed.Family,
+			ParentInstruction: seed.Instruction, Change: m.Change, Interface: m.Interface})
+		if err != nil {
+			if ctx.Err() != nil {
+				return o, ctx.Err()
+			}
+			o.counts["derive_failed."+op.Name]++
+			continue
+		}
+		// The kernel verifier judges against the item's reference: the
+		// mutated reference is the golden model, the harness (backend,
+		// entry, trials) is the parent's.
+		it.Instruction, it.Interface, it.Reference, it.Verifier = resp.Text, m.Interface, m.Source, seed.Verifier
+		seal(&it)
 		o.cands = append(o.cands, it)
 		o.counts["candidates."+op.Name]++
 	}

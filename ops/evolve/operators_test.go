@@ -200,7 +200,7 @@ func TestRoutingAndLineage(t *testing.T) {
 	specOnly.ItemID, specOnly.LineageID, specOnly.Reference = "spec_only", "", ""
 	broken := pick[0]
 	broken.ItemID, broken.Reference = "broken", strings.Replace(broken.Reference, "4'd9)", "4'd9", 1)
-	kernel := engine.Item{ItemID: "k1", Domain: engine.DomainKernel, Reference: "x", ReferenceStatus: engine.RefVerified}
+	kernel := engine.Item{ItemID: "k1", Domain: engine.DomainKernel, Reference: "x", ReferenceStatus: engine.RefUnverified}
 	derived := pick[0]
 	derived.ItemID, derived.LineageID = "child", "root0"
 	pick = append(pick, specOnly, broken, kernel, derived)
@@ -248,7 +248,7 @@ func TestRoutingAndLineage(t *testing.T) {
 	for _, s := range res.Skipped {
 		reasons[s.ItemID] = s.Reason
 	}
-	if reasons["broken"] != "reference_not_verified" || reasons["k1"] != "unsupported_domain" {
+	if reasons["broken"] != "reference_not_verified" || reasons["k1"] != "reference_not_verified" {
 		t.Errorf("skipped: %v", reasons)
 	}
 }

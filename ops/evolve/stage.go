@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"log/slog"
+
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/kernels"
 	"github.com/crucible-data/crucible/ops/evolve/textgen"
 	"github.com/crucible-data/crucible/rtl"
 )
@@ -23,11 +26,33 @@ type StageConfig struct {
 	Simulator string `yaml:"simulator"`  // icarus | verilator
 	CacheDir  string `yaml:"cache_dir"`  // persist reference self-checks
 	PassSeeds bool   `yaml:"pass_seeds"` // copy the seeds to "items" (default true)
+	// Kernel configures the kernel verifier used to self-check kernel
+	// references (built only when kernel seeds are present).
+	Kernel kernels.Config `yaml:"kernel"`
 }
 
 // DefaultStageConfig returns the stage defaults.
 func DefaultStageConfig() StageConfig {
-	return StageConfig{Config: DefaultConfig(), Simulator: rtl.SimIcarus, PassSeeds: true}
+	return StageConfig{Config: DefaultConfig(), Simulator: rtl.SimIcarus, PassSeeds: true, Kernel: kernels.DefaultConfig()}
+}
+
+// HasDomain reports whether any item is of the domain.
+func HasDomain(items []engine.Item, domain string) bool {
+	for _, it := range items {
+		if it.Domain == domain {
+			return true
+		}
+	}
+	return false
+}
+
+// NewKernelJudge builds the kernel verifier when items need one (nil, nil
+// otherwise); the caller closes it.
+func NewKernelJudge(cfg kernels.Config, items []engine.Item, log *slog.Logger) (*kernels.Verifier, error) {
+	if !HasDomain(items, engine.DomainKernel) {
+		return nil, nil
+	}
+	return kernels.NewVerifier(cfg, log)
 }
 
 // NewGenerator builds the configured generator; sink receives the chat log.
@@ -92,6 +117,14 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 	e, err := New(sc.Config, gen, ver, st.Log)
 	if err != nil {
 		return err
+	}
+	kv, err := NewKernelJudge(sc.Kernel, seeds, st.Log)
+	if err != nil {
+		return err
+	}
+	if kv != nil {
+		defer kv.Close()
+		e.WithKernelJudge(kv)
 	}
 	p := st.Progress(int64(len(seeds)))
 	res, err := e.Evolve(ctx, seeds)

@@ -27,13 +27,20 @@ func (g *auditGate) Name() string { return GateAudit }
 func (g *auditGate) Check(ctx context.Context, cands []*Candidate) error {
 	var items []engine.Item
 	var idx []*Candidate
+	var kernelCands []*Candidate
 	for _, c := range cands {
-		if c.Item.Domain != engine.DomainRTL {
-			c.reject(GateAudit, ReasonUnjudged, "no verifier for domain "+c.Item.Domain+" in this build")
-			continue
+		switch c.Item.Domain {
+		case engine.DomainRTL:
+			items = append(items, c.Item)
+			idx = append(idx, c)
+		case engine.DomainKernel:
+			kernelCands = append(kernelCands, c)
+		default:
+			c.reject(GateAudit, ReasonUnjudged, "no verifier for domain "+c.Item.Domain)
 		}
-		items = append(items, c.Item)
-		idx = append(idx, c)
+	}
+	if err := g.checkKernels(ctx, kernelCands); err != nil {
+		return err
 	}
 	if len(items) == 0 {
 		return nil
@@ -64,6 +71,46 @@ func (g *auditGate) Check(ctx context.Context, cands []*Candidate) error {
 	}
 	if err := g2.Wait(); err != nil {
 		return err
+	}
+	return nil
+}
+
+// checkKernels runs each evolved kernel reference as its own candidate:
+// it must compile, run and match itself (determinism included).
+func (g *auditGate) checkKernels(ctx context.Context, cands []*Candidate) error {
+	if len(cands) == 0 {
+		return nil
+	}
+	if g.env.Kernel == nil {
+		for _, c := range cands {
+			c.reject(GateAudit, ReasonUnjudged, "no kernel verifier configured")
+		}
+		return nil
+	}
+	items := map[string]engine.Item{}
+	runs := make([]engine.Candidate, len(cands))
+	for i, c := range cands {
+		items[c.Item.ItemID] = c.Item
+		runs[i] = engine.Candidate{ItemID: c.Item.ItemID, CandidateID: rtl.ReferenceCandidateID, Code: c.Item.Reference}
+	}
+	evs, err := g.env.Kernel.VerifyAll(ctx, items, runs)
+	if err != nil {
+		return err
+	}
+	for i, ev := range evs {
+		c := cands[i]
+		c.addEvidence(ev)
+		switch {
+		case ev.Status == engine.StatusPass:
+			c.Deferred = ""
+			c.Item.ReferenceStatus = engine.RefVerified
+		case ev.FailureStage == engine.StageCompile || ev.FailureStage == engine.StageElaborate:
+			c.reject(GateAudit, ReasonReferenceCompile, ev.Cause)
+		case ev.Status == engine.StatusFail:
+			c.reject(GateAudit, ReasonReferenceFailed, ev.FailureStage+": "+ev.Cause)
+		default:
+			c.reject(GateAudit, ReasonUnjudged, ev.FailureStage+": "+ev.Cause)
+		}
 	}
 	return nil
 }

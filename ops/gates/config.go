@@ -69,7 +69,7 @@ func DefaultConfig() Config {
 	return Config{
 		Order:      append([]string(nil), DefaultOrder...),
 		Static:     StaticConfig{MinInstructionBytes: 40, MaxInstructionBytes: 64 << 10, MaxReferenceBytes: 256 << 10, LeakNGram: 8, MaxLeakFraction: 0.2},
-		Strength:   StrengthConfig{MinParentMismatches: 1, MaxMutants: 3, MinKillRatio: 0.6},
+		Strength:   StrengthConfig{MinParentMismatches: 1, MaxMutants: 3, MinKillRatio: 0.5},
 		Audit:      AuditConfig{CheckInterface: true, SpecAudit: true},
 		Dedup:      DedupConfig{Threshold: 0.95, NGram: 5},
 		Difficulty: DifficultyConfig{MinTokens: 10, MaxTokens: 50000, MaxCostSeconds: 120},

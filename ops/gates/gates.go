@@ -14,6 +14,7 @@ import (
 	"log/slog"
 
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/ops/evolve"
 	"github.com/crucible-data/crucible/ops/evolve/textgen"
 	"github.com/crucible-data/crucible/rtl"
 )
@@ -98,6 +99,7 @@ type Gate interface {
 // a logger.
 type Env struct {
 	Verifier  *rtl.Verifier
+	Kernel    evolve.KernelJudge // kernel verifier (kernels.Verifier); nil: kernel items are rejected unjudged
 	Generator textgen.Generator
 	Log       *slog.Logger
 	Stage     string // stage name written into rejections ("admit")

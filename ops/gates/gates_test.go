@@ -254,10 +254,13 @@ func TestConfigValidate(t *testing.T) {
 
 func TestLeakFraction(t *testing.T) {
 	ref := "module RefModule(input a, output y);\n  // comment\n  assign y = a & ~a | a;\nendmodule\n"
-	if f, _ := LeakFraction("Implement a module whose output y equals input a.", ref, 8); f != 0 {
+	if f, _ := LeakFraction("Implement a module whose output y equals input a.", ref, "", 8); f != 0 {
 		t.Errorf("prose leak %v", f)
 	}
-	if f, ex := LeakFraction("Here it is: module RefModule(input a, output y); assign y = a & ~a | a; endmodule", ref, 8); f < 0.9 || ex == "" {
+	if f, ex := LeakFraction("Here it is: module RefModule(input a, output y); assign y = a & ~a | a; endmodule", ref, "", 8); f < 0.9 || ex == "" {
 		t.Errorf("quoted code leak %v %q", f, ex)
+	}
+	if f, _ := LeakFraction("Here it is: module RefModule(input a, output y); assign y = a & ~a | a; endmodule", ref, "module RefModule(input a, output y); assign y = a & ~a | a;", 8); f > 0.3 {
+		t.Errorf("inherited text counted as a leak: %v", f)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/kernels"
 	"github.com/crucible-data/crucible/ops/evolve"
 	"github.com/crucible-data/crucible/ops/evolve/textgen"
 	"github.com/crucible-data/crucible/rtl"
@@ -25,11 +26,13 @@ type StageConfig struct {
 	PassParents bool               `yaml:"pass_parents"` // copy the upstream items (the seeds) to "items" before the admitted ones (default true)
 	Generator   string             `yaml:"generator"`    // template | chat (the audit role)
 	Chat        textgen.ChatConfig `yaml:"chat"`
+	Kernel      kernels.Config     `yaml:"kernel"` // kernel verifier (built only when kernel candidates are present)
 }
 
 // DefaultStageConfig returns the stage defaults.
 func DefaultStageConfig() StageConfig {
-	return StageConfig{Config: DefaultConfig(), Simulator: rtl.SimIcarus, PassParents: true, Generator: "template", Chat: textgen.DefaultChatConfig()}
+	return StageConfig{Config: DefaultConfig(), Simulator: rtl.SimIcarus, PassParents: true, Generator: "template", Chat: textgen.DefaultChatConfig(),
+		Kernel: kernels.DefaultConfig()}
 }
 
 // Validate reports every bad field.
@@ -92,7 +95,16 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 	if err != nil {
 		return err
 	}
-	a, err := New(sc.Config, Env{Verifier: ver, Generator: gen, Log: st.Log, Stage: st.Name})
+	env := Env{Verifier: ver, Generator: gen, Log: st.Log, Stage: st.Name}
+	kv, err := evolve.NewKernelJudge(sc.Kernel, cands, st.Log)
+	if err != nil {
+		return err
+	}
+	if kv != nil {
+		defer kv.Close()
+		env.Kernel = kv
+	}
+	a, err := New(sc.Config, env)
 	if err != nil {
 		return err
 	}

@@ -58,12 +58,26 @@ func (g *staticGate) check(c *Candidate) {
 			return
 		}
 	}
-	if c.Parent != nil && claimsSameInterface(it) && len(c.Parent.Interface.Ports) > 0 && !evolve.SamePorts(it.Interface, c.Parent.Interface) {
-		c.reject(GateStatic, ReasonInterfaceChanged, fmt.Sprintf("operator %s claims to preserve the interface, but the ports differ from the parent's: %s vs %s",
-			it.Operator, portList(it.Interface), portList(c.Parent.Interface)))
+	if it.Domain == engine.DomainKernel && it.Verifier.Top != "" && !strings.Contains(it.Reference, it.Verifier.Top) {
+		c.reject(GateStatic, ReasonFormat, "reference does not mention its entry point "+it.Verifier.Top)
 		return
 	}
-	if f, ex := LeakFraction(it.Instruction, it.Reference, g.cfg.LeakNGram); f > g.cfg.MaxLeakFraction {
+	if c.Parent != nil && claimsSameInterface(it) && (len(c.Parent.Interface.Ports) > 0 || len(c.Parent.Interface.Args) > 0) {
+		same := evolve.SamePorts(it.Interface, c.Parent.Interface)
+		if it.Domain == engine.DomainKernel {
+			same = evolve.SameContract(it.Interface, c.Parent.Interface)
+		}
+		if !same {
+			c.reject(GateStatic, ReasonInterfaceChanged, fmt.Sprintf("operator %s claims to preserve the interface, but it differs from the parent's: %s vs %s",
+				it.Operator, portList(it.Interface), portList(c.Parent.Interface)))
+			return
+		}
+	}
+	inherited := ""
+	if c.Parent != nil {
+		inherited = c.Parent.Instruction
+	}
+	if f, ex := LeakFraction(it.Instruction, it.Reference, inherited, g.cfg.LeakNGram); f > g.cfg.MaxLeakFraction {
 		c.reject(GateStatic, ReasonLeakage, fmt.Sprintf("%.0f%% of the reference's %d-token sequences appear in the instruction (bound %.0f%%), e.g. %q",
 			100*f, g.cfg.LeakNGram, 100*g.cfg.MaxLeakFraction, ex))
 	}
@@ -73,8 +87,7 @@ func claimsSameInterface(it *engine.Item) bool {
 	if it.Route == engine.RouteSolutionFirst || it.Route == engine.RouteInstructionFirst {
 		return true
 	}
-	op, ok := evolve.OperatorByName(it.Operator)
-	return ok && op.PreservesInterface
+	return evolve.ClaimsSameInterface(it.Operator)
 }
 
 func portList(i engine.Interface) string {
@@ -82,14 +95,19 @@ func portList(i engine.Interface) string {
 	for _, p := range i.Ports {
 		ps = append(ps, fmt.Sprintf("%s:%s:%d", p.Name, p.Direction, p.Width))
 	}
+	for _, a := range i.Args {
+		ps = append(ps, fmt.Sprintf("%s:%s:%s%v", a.Name, a.Role, a.DType, a.Shape))
+	}
 	return strings.Join(ps, ",")
 }
 
 var reLeakToken = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_$]*|[0-9]*'[sS]?[bBoOdDhH][0-9a-fA-FxXzZ_]+|[0-9]+|[^\sA-Za-z0-9_]`)
 
 // LeakFraction returns the share of the reference's token n-grams (comments
-// dropped) that occur in the instruction, and one leaked n-gram as an example.
-func LeakFraction(instruction, reference string, n int) (float64, string) {
+// dropped) that occur in the instruction but not in inherited (the parent's
+// instruction: a seed's spec may quote its calling convention, and the
+// evolved text inherits it), and one leaked n-gram as an example.
+func LeakFraction(instruction, reference, inherited string, n int) (float64, string) {
 	code := reference
 	if toks, err := vlog.Lex(reference); err == nil {
 		code = vlog.Normalized(toks)
@@ -102,6 +120,10 @@ func LeakFraction(instruction, reference string, n int) (float64, string) {
 	have := map[string]bool{}
 	for i := 0; i+n <= len(ins); i++ {
 		have[strings.Join(ins[i:i+n], " ")] = true
+	}
+	inh := reLeakToken.FindAllString(inherited, -1)
+	for i := 0; i+n <= len(inh); i++ {
+		delete(have, strings.Join(inh[i:i+n], " "))
 	}
 	hit, total, ex := 0, 0, ""
 	for i := 0; i+n <= len(ref); i++ {

@@ -3,6 +3,8 @@ package gates
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -60,10 +62,15 @@ func (g *strengthGate) Check(ctx context.Context, cands []*Candidate) error {
 	var items []engine.Item
 	var runs []engine.Candidate
 	owner := map[int]*Candidate{}
+	var kernelCands []*Candidate
 	for _, c := range cands {
 		it := c.Item
+		if it.Domain == engine.DomainKernel {
+			kernelCands = append(kernelCands, c)
+			continue
+		}
 		if it.Domain != engine.DomainRTL {
-			c.reject(GateStrength, ReasonUnjudged, "no verifier for domain "+it.Domain+" in this build")
+			c.reject(GateStrength, ReasonUnjudged, "no verifier for domain "+it.Domain)
 			continue
 		}
 		if !keepsBehaviour(&it) {
@@ -98,6 +105,9 @@ func (g *strengthGate) Check(ctx context.Context, cands []*Candidate) error {
 		}
 		items = append(items, it)
 	}
+	if err := g.checkKernels(ctx, kernelCands); err != nil {
+		return err
+	}
 	if len(runs) == 0 {
 		return nil
 	}
@@ -105,6 +115,64 @@ func (g *strengthGate) Check(ctx context.Context, cands []*Candidate) error {
 	if err != nil {
 		return err
 	}
+	g.settle(evs, owner)
+	return nil
+}
+
+// checkKernels runs the parent reference and simple mutants (the other
+// interface-preserving kernel operators applied to the evolved reference)
+// through the kernel verifier, which judges against the item's (evolved)
+// reference. Without a kernel verifier, or without the backend a task
+// needs, the items stay unjudged and are not admitted.
+func (g *strengthGate) checkKernels(ctx context.Context, cands []*Candidate) error {
+	if len(cands) == 0 {
+		return nil
+	}
+	if g.env.Kernel == nil {
+		for _, c := range cands {
+			c.reject(GateStrength, ReasonUnjudged, "no kernel verifier configured")
+		}
+		return nil
+	}
+	items := map[string]engine.Item{}
+	var runs []engine.Candidate
+	owner := map[int]*Candidate{}
+	for _, c := range cands {
+		it := c.Item
+		if c.Parent == nil {
+			c.reject(GateStrength, ReasonParentMissing, "parent "+it.ParentID+" is not among the inputs, so its failure cannot be checked")
+			continue
+		}
+		items[it.ItemID] = it
+		owner[len(runs)] = c
+		runs = append(runs, engine.Candidate{ItemID: it.ItemID, CandidateID: CandParent, Code: c.Parent.Reference})
+		n := 0
+		for _, op := range evolve.KernelOperators() {
+			if n >= g.cfg.MaxMutants || op.Name == it.Operator || !op.PreservesInterface {
+				continue
+			}
+			m, err := op.Apply(it.Reference, it.Interface, it.Verifier.Harness)
+			if err != nil {
+				continue
+			}
+			owner[len(runs)] = c
+			runs = append(runs, engine.Candidate{ItemID: it.ItemID, CandidateID: candMutantPref + op.Name, Code: m.Source})
+			n++
+		}
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	evs, err := g.env.Kernel.VerifyAll(ctx, items, runs)
+	if err != nil {
+		return err
+	}
+	g.settle(evs, owner)
+	return nil
+}
+
+// settle reads the strength runs of each candidate.
+func (g *strengthGate) settle(evs []engine.Evidence, owner map[int]*Candidate) {
 	type tally struct {
 		killed, judged int
 		survivors      []string
@@ -150,8 +218,8 @@ func (g *strengthGate) Check(ctx context.Context, cands []*Candidate) error {
 		default:
 			if t.parent != nil {
 				c.Distance = distance(t.parent)
-				mm, _ := t.parent.Measurement("mismatches")
-				if t.parent.FailureStage == engine.StageMismatch && mm.Int < g.cfg.MinParentMismatches {
+				mm, counted := t.parent.Measurement("mismatches")
+				if counted && t.parent.FailureStage == engine.StageMismatch && mm.Int < g.cfg.MinParentMismatches {
 					c.reject(GateStrength, ReasonNotDistinguished, fmt.Sprintf("the parent mismatches on %d samples, fewer than %d", mm.Int, g.cfg.MinParentMismatches))
 					continue
 				}
@@ -162,7 +230,6 @@ func (g *strengthGate) Check(ctx context.Context, cands []*Candidate) error {
 			}
 		}
 	}
-	return nil
 }
 
 // ifaceAsRef is the interface as seen from the reference module (the
@@ -174,9 +241,17 @@ func ifaceAsRef(i engine.Interface) engine.Interface {
 
 func samplesText(ev *engine.Evidence) string {
 	mm, _ := ev.Measurement("mismatches")
-	s, _ := ev.Measurement("samples")
+	s, ok := ev.Measurement("samples")
+	if !ok {
+		if tr, ok := ev.Measurement("trials"); ok {
+			return fmt.Sprintf("all %d trials within tolerance", tr.Int)
+		}
+		return "pass"
+	}
 	return fmt.Sprintf("%d mismatches in %d samples", mm.Int, s.Int)
 }
+
+var reKernelBad = regexp.MustCompile(`(\d+) of (\d+) elements outside tolerance`)
 
 // distance is the fraction of compared samples that differ; a parent that
 // fails before any comparison (it does not compile against the evolved
@@ -184,6 +259,15 @@ func samplesText(ev *engine.Evidence) string {
 func distance(ev *engine.Evidence) float64 {
 	s, ok := ev.Measurement("samples")
 	if !ok || s.Int <= 0 {
+		// Kernel verdicts carry the first failing output's element count
+		// in the cause ("N of M elements outside tolerance").
+		if m := reKernelBad.FindStringSubmatch(ev.Cause); m != nil {
+			bad, _ := strconv.ParseFloat(m[1], 64)
+			all, _ := strconv.ParseFloat(m[2], 64)
+			if all > 0 {
+				return bad / all
+			}
+		}
 		return 1
 	}
 	mm, _ := ev.Measurement("mismatches")
