@@ -103,3 +103,17 @@ func startTracedWithLimits(cmd *exec.Cmd, l Limits) error {
 	}
 	return nil
 }
+
+// LimitMethod says how resource limits are applied to simulator processes
+// on this machine: "ptrace" (set on the stopped child at its exec),
+// "prlimit" (prlimit(1) wraps each tool) or "none" (neither works: every
+// verdict is unjudged, toolchain_missing). For `crucible doctor`.
+func LimitMethod() string {
+	if ptraceLimitsWork() {
+		return "ptrace"
+	}
+	if probeTool("prlimit").Err == "" {
+		return "prlimit"
+	}
+	return "none"
+}

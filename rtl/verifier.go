@@ -113,8 +113,8 @@ func (v *Verifier) verifyOne(ctx context.Context, item *engine.Item, cand engine
 	if st, cause := v.sim.Check(); st != "" {
 		return finish(ev, infraOutcome(st, cause), 0), nil
 	}
-	if v.prlimit == "" {
-		return finish(ev, infraOutcome(engine.StageToolchainMissing, "prlimit (util-linux) not found on PATH"), 0), nil
+	if v.prlimit == "" && !useTracedStart() {
+		return finish(ev, infraOutcome(engine.StageToolchainMissing, "cannot apply resource limits: ptrace is not permitted and prlimit (util-linux) is not on PATH"), 0), nil
 	}
 	c, err := ContractFor(*item)
 	if err != nil {
@@ -385,8 +385,8 @@ func (v *Verifier) verifyReference(ctx context.Context, item engine.Item) (engin
 	if st, cause := v.sim.Check(); st != "" {
 		return finish(ev, infraOutcome(st, cause), 0), nil
 	}
-	if v.prlimit == "" {
-		return finish(ev, infraOutcome(engine.StageToolchainMissing, "prlimit (util-linux) not found on PATH"), 0), nil
+	if v.prlimit == "" && !useTracedStart() {
+		return finish(ev, infraOutcome(engine.StageToolchainMissing, "cannot apply resource limits: ptrace is not permitted and prlimit (util-linux) is not on PATH"), 0), nil
 	}
 	c, err := ContractFor(item)
 	if err != nil {

@@ -36,15 +36,14 @@ func runYosys(ctx context.Context, src, script, outName string, lim Limits) ([]b
 		return nil, "", err
 	}
 	argv := []string{"yosys", "-q", "-l", "yosys.log", "-p", script}
-	var res procResult
 	lim.CPUSeconds = lim.CompileCPUSeconds
-	if p, err := exec.LookPath("prlimit"); err == nil {
-		res, err = runLimited(ctx, dir, p, lim, lim.CompileTimeout, argv, nil)
-		if err != nil {
-			return nil, "", err
-		}
-	} else {
-		return nil, "", fmt.Errorf("%w: prlimit not found on PATH", ErrToolchain)
+	p, _ := exec.LookPath("prlimit")
+	if p == "" && !useTracedStart() {
+		return nil, "", fmt.Errorf("%w: cannot apply resource limits: ptrace is not permitted and prlimit is not on PATH", ErrToolchain)
+	}
+	res, err := runLimited(ctx, dir, p, lim, lim.CompileTimeout, argv, nil)
+	if err != nil {
+		return nil, "", err
 	}
 	logb, _ := os.ReadFile(filepath.Join(dir, "yosys.log"))
 	log := string(logb) + res.Stderr.String()
