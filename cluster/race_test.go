@@ -209,4 +209,3 @@ func TestConcurrentPartsRace(t *testing.T) {
 	}
 	reportRace(t, "parts 0-3 of 4 at once", all)
 }
-

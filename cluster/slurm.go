@@ -199,7 +199,7 @@ func (r *SlurmRun) batchScript(s StagePlan) string {
 exec %s
 `, r.Plan.Pipeline, s.Name, s.Type, s.Shards,
 		filepath.Join(r.Plan.WorkDir, s.Name, engine.ManifestName(engine.Shard{Index: 0, Count: s.Shards})),
-		strings.Join(quoted, " \\\n  "))
+		strings.Join(quoted, " "))
 }
 
 // sbatchArgs are the sbatch flags of one stage's array job.

@@ -1,0 +1,267 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+func TestArraySpec(t *testing.T) {
+	for _, c := range []struct {
+		parts []int
+		max   int
+		want  string
+	}{
+		{[]int{0, 1, 2, 3}, 0, "0-3"},
+		{[]int{3, 0, 1, 7, 9, 10}, 0, "0-1,3,7,9-10"},
+		{[]int{2}, 0, "2"},
+		{[]int{0, 1, 2}, 2, "0-2%2"},
+	} {
+		if got := arraySpec(c.parts, c.max); got != c.want {
+			t.Errorf("arraySpec(%v, %d) = %q, want %q", c.parts, c.max, got, c.want)
+		}
+	}
+}
+
+func TestParseSqueue(t *testing.T) {
+	got, err := parseSqueue("5|2-3%2|PENDING|JobArrayTaskLimit\n5|0|RUNNING|None\n8|0-1|PENDING|DependencyNeverSatisfied\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []queueEntry{{"5", "2-3%2", "PENDING", "JobArrayTaskLimit"}, {"5", "0", "RUNNING", "None"}, {"8", "0-1", "PENDING", "DependencyNeverSatisfied"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v", got)
+	}
+	if _, err := parseSqueue("5|0|RUNNING\n"); !errors.Is(err, ErrScheduler) {
+		t.Fatalf("a short line must be ErrScheduler, got %v", err)
+	}
+}
+
+func TestConfigValidateReportsEveryField(t *testing.T) {
+	c := DefaultConfig()
+	c.Shards = 0
+	c.Resources.Memory = "4GB"
+	c.Stages = map[string]StagePolicy{"nope": {Shards: -1, Resources: Resources{CPUs: -2}}}
+	err := c.Validate(&engine.PipelineConfig{Stages: []engine.StageSpec{{Name: "ingest"}}})
+	if !errors.Is(err, engine.ErrConfig) {
+		t.Fatalf("want ErrConfig, got %v", err)
+	}
+	for _, want := range []string{"shards: 0", "resources.memory", "stages.nope: the pipeline has no stage", "stages.nope.shards", "stages.nope.cpus"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestLoadConfigFileAndPipelineBlock(t *testing.T) {
+	dir := t.TempDir()
+	ex := filepath.Join(dir, "executor.yaml")
+	os.WriteFile(ex, []byte("shards: 8\nresources: {cpus: 2, memory: 4G, time: 90m}\nstages:\n  dedup: {shards: 1, memory: 64G}\n"), 0o644)
+	c, err := LoadConfig("", ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Shards != 8 || c.Resources.CPUs != 2 || c.Resources.Time != 90*time.Minute || c.Stages["dedup"].Memory != "64G" || c.Poll != 2*time.Second {
+		t.Fatalf("decoded %+v", c)
+	}
+	os.WriteFile(ex, []byte("shard: 8\n"), 0o644)
+	if _, err := LoadConfig("", ex); !errors.Is(err, engine.ErrConfig) || !strings.Contains(err.Error(), "shard") {
+		t.Fatalf("an unknown key must be a config error naming it, got %v", err)
+	}
+	pipe := filepath.Join(dir, "p.yaml")
+	os.WriteFile(pipe, []byte("name: p\nwork_dir: w\nstages: []\nexecutor:\n  shards: 3\n"), 0o644)
+	if c, err := LoadConfig(pipe, ""); err != nil || c.Shards != 3 {
+		t.Fatalf("executor: block: %+v %v", c, err)
+	}
+	os.WriteFile(pipe, []byte("name: p\nwork_dir: w\nstages: []\n"), 0o644)
+	if c, err := LoadConfig(pipe, ""); err != nil || c.Shards != DefaultConfig().Shards {
+		t.Fatalf("no executor block means defaults: %+v %v", c, err)
+	}
+}
+
+func TestPlanShardsAndResources(t *testing.T) {
+	cfg := &engine.PipelineConfig{Name: "p", WorkDir: "/shared/work", Stages: []engine.StageSpec{
+		{Name: "ingest", Type: "ingest"},
+		{Name: "verify", Type: "verify_kernel", From: []string{"ingest"}},
+		{Name: "dedup", Type: "dedup", From: []string{"verify"}},
+		{Name: "pack", Type: "pack", From: []string{"dedup"}},
+		{Name: "filter", Type: "filter", From: []string{"dedup"}},
+	}}
+	ec := DefaultConfig()
+	ec.Shards = 16
+	ec.Resources = Resources{CPUs: 2, Memory: "4G", SbatchArgs: []string{"--account=data"}}
+	ec.Stages = map[string]StagePolicy{
+		"verify": {Resources: Resources{GPUs: 1, Partition: "gpu", SbatchArgs: []string{"--qos=high"}}},
+		"pack":   {Shards: 4},
+	}
+	p, err := NewPlan(cfg, "/shared/p.yaml", ec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, s := range p.Stages {
+		got[s.Name] = s.Shards
+	}
+	if want := map[string]int{"ingest": 16, "verify": 16, "dedup": 1, "pack": 4, "filter": 16}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("shards %v, want %v", got, want)
+	}
+	v, _ := p.Stage("verify")
+	if v.Resources.GPUs != 1 || v.Resources.CPUs != 2 || v.Resources.Partition != "gpu" || !reflect.DeepEqual(v.Resources.SbatchArgs, []string{"--account=data", "--qos=high"}) {
+		t.Fatalf("verify resources %+v", v.Resources)
+	}
+	args := sbatchArgs(p, v, []int{0, 1, 2, 5}, []string{"41"}, "/shared/work/logs/verify", "/shared/work/logs/verify/job.sbatch")
+	want := []string{"--job-name=crucible.p.verify", "--array=0-2,5", "--output=/shared/work/logs/verify/%A_%4a.log",
+		"--chdir=/shared/work", "--dependency=afterok:41", "--kill-on-invalid-dep=yes", "--cpus-per-task=2", "--mem=4G",
+		"--partition=gpu", "--gres=gpu:1", "--account=data", "--qos=high", "/shared/work/logs/verify/job.sbatch"}
+	if !reflect.DeepEqual(args, want) {
+		t.Fatalf("sbatch args\n got %q\nwant %q", args, want)
+	}
+	if p.LogDir != "/shared/work/logs" {
+		t.Fatalf("log dir %s", p.LogDir)
+	}
+	if _, err := NewPlan(cfg, "/shared/p.yaml", ec, []string{"nope"}); !errors.Is(err, engine.ErrConfig) {
+		t.Fatalf("--stage of an unknown stage: %v", err)
+	}
+}
+
+func TestBatchScriptQuotesAndShardsByTaskID(t *testing.T) {
+	cfg := &engine.PipelineConfig{Name: "p", WorkDir: "/w it's", Stages: []engine.StageSpec{{Name: "ingest", Type: "ingest"}, {Name: "dedup", Type: "dedup"}}}
+	p, err := NewPlan(cfg, "/c/p.yaml", DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The "binary" prints its arguments one per line, so running the
+	// script through sh shows exactly what crucible would receive.
+	echo := filepath.Join(t.TempDir(), "args")
+	os.WriteFile(echo, []byte("#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done\n"), 0o755)
+	r := &SlurmRun{Plan: p, opts: SlurmOptions{Binary: echo}}
+	s, _ := p.Stage("ingest")
+	script := filepath.Join(t.TempDir(), "job.sbatch")
+	os.WriteFile(script, []byte(r.batchScript(s)), 0o644)
+	cmd := exec.Command("sh", script)
+	cmd.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID=3")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "build\n--config\n/c/p.yaml\n--stage\ningest\n--work-dir\n/w it's\n--no-progress\n--log-format\njson\n--shard\n3/4\n"
+	if string(out) != want {
+		t.Fatalf("task 3 ran with\n%s\nwant\n%s\nscript:\n%s", out, want, r.batchScript(s))
+	}
+	d, _ := p.Stage("dedup")
+	if strings.Contains(r.batchScript(d), "--shard") {
+		t.Errorf("a one-part stage must run unsharded:\n%s", r.batchScript(d))
+	}
+}
+
+// TestPartStatesAgreeWithRunner runs a two-stage pipeline split in 4 with
+// the real runner, then checks that PartStates calls every part committed,
+// and that it notices each kind of change the runner would redo a part for.
+func TestPartStatesAgreeWithRunner(t *testing.T) {
+	dir := t.TempDir()
+	items := writeItemsFixture(t, dir, 4, 50)
+	text := fmt.Sprintf(`name: states
+work_dir: work
+stages:
+  - name: ingest
+    type: ingest
+    inputs: [%s]
+  - name: rtl
+    type: filter
+    from: [ingest]
+    config: {domains: [rtl]}
+`, items)
+	pipe := writePipeline(t, dir, text)
+	load := func() *engine.PipelineConfig {
+		cfg, err := engine.LoadPipeline(pipe, testRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	runAll := func(cfg *engine.PipelineConfig) {
+		for i := 0; i < 4; i++ {
+			r := &engine.Runner{Registry: testRegistry()}
+			if _, err := r.Run(context.Background(), cfg, engine.RunOptions{Shard: engine.Shard{Index: i, Count: 4},
+				Writer: cfg.WriterOptions(), Log: slog.New(slog.DiscardHandler)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stale := func(cfg *engine.PipelineConfig, stage string) map[int]string {
+		p, err := NewPlan(cfg, pipe, DefaultConfig(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := p.Stage(stage)
+		states, err := PartStates(context.Background(), cfg, s, cfg.WriterOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int]string{}
+		for _, st := range states {
+			if !st.Committed {
+				out[st.Shard.Index] = st.Reason
+			}
+		}
+		return out
+	}
+	cfg := load()
+	if got := stale(cfg, "ingest"); len(got) != 4 {
+		t.Fatalf("before any run every part must be stale, got %v", got)
+	}
+	runAll(cfg)
+	for _, st := range []string{"ingest", "rtl"} {
+		if got := stale(cfg, st); len(got) != 0 {
+			t.Fatalf("after a full run, stage %s parts %v are judged stale (the fingerprint mirror drifted from the runner)", st, got)
+		}
+	}
+
+	// A changed input file: only the part that reads it, and the
+	// downstream part reading that part.
+	f := filepath.Join(items, "items-02.jsonl")
+	data, _ := os.ReadFile(f)
+	os.WriteFile(f, append(data, data[:strings.IndexByte(string(data), '\n')+1]...), 0o644)
+	if got := stale(cfg, "ingest"); len(got) != 1 || !strings.Contains(got[2], "input changed") {
+		t.Fatalf("changed items-02: stale ingest parts %v, want only 2", got)
+	}
+	runAll(cfg)
+	if got := stale(cfg, "rtl"); len(got) != 0 {
+		t.Fatalf("after rerunning, rtl stale %v", got)
+	}
+
+	// A deleted shard.
+	m, _ := engine.ReadManifest(filepath.Join(dir, "work", "rtl", engine.ManifestName(engine.Shard{Index: 1, Count: 4})))
+	os.Remove(filepath.Join(dir, "work", "rtl", m.Shards[0].Path))
+	if got := stale(cfg, "rtl"); len(got) != 1 || !strings.Contains(got[1], "shard missing") {
+		t.Fatalf("deleted shard: %v", got)
+	}
+	runAll(cfg)
+
+	// A new input file changes which files every part owns.
+	os.WriteFile(filepath.Join(items, "items-09.jsonl"), data[:strings.IndexByte(string(data), '\n')+1], 0o644)
+	if got := stale(cfg, "ingest"); len(got) == 0 {
+		t.Fatal("a new input file must make some ingest part stale")
+	}
+	os.Remove(filepath.Join(items, "items-09.jsonl"))
+
+	// A changed config.
+	os.WriteFile(pipe, []byte(strings.Replace(text, "domains: [rtl]", "domains: [rtl, kernel]", 1)), 0o644)
+	cfg = load()
+	if got := stale(cfg, "rtl"); len(got) != 4 || !strings.Contains(got[0], "config changed") {
+		t.Fatalf("changed filter config: %v", got)
+	}
+	if got := stale(cfg, "ingest"); len(got) != 0 {
+		t.Fatalf("ingest config did not change but parts %v are stale", got)
+	}
+}
