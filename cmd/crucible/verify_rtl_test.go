@@ -108,3 +108,41 @@ func writeJSONL(t *testing.T, path string, rows ...any) {
 		t.Fatal(err)
 	}
 }
+
+// TestVerifyRTLFlags drives the cobra command itself with the VerilogEval
+// preset and --self-check over the first problems of the shared dataset.
+func TestVerifyRTLFlags(t *testing.T) {
+	rtlToolsOrSkip(t)
+	wd, _ := os.Getwd()
+	src := filepath.Join(wd, "..", "..", "..", "shared", "datasets", "verilog-eval", "spec-to-rtl.jsonl")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skipf("dataset missing: %v", err)
+	}
+	dir := t.TempDir()
+	lines := strings.SplitN(string(data), "\n", 6)[:5]
+	in := filepath.Join(dir, "ve.jsonl")
+	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newVerifyRTLCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--items", in, "--preset", "verilog-eval", "--self-check", "--out", filepath.Join(dir, "out"), "--workers", "2"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "verified 5 candidates for 5 items") || !strings.Contains(out.String(), "pass      5") {
+		t.Errorf("summary:\n%s", out.String())
+	}
+	m, err := engine.ReadManifest(filepath.Join(dir, "out", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Rows("evidence") != 5 || m.Counts["status.pass"] != 5 {
+		t.Errorf("manifest rows %d counts %v", m.Rows("evidence"), m.Counts)
+	}
+}
