@@ -40,8 +40,8 @@ func TestVerifyRTLCommand(t *testing.T) {
 	}
 	item := engine.Item{ItemID: "and4", Domain: engine.DomainRTL, Family: "logic", Route: engine.RouteSeed,
 		Instruction: "Implement TopModule: y = a & b.", Interface: iface,
-		Reference: "module RefModule(input [3:0] a, input [3:0] b, output [3:0] y);\n  assign y = a & b;\nendmodule\n",
-		Verifier:  engine.Verifier{Kind: engine.VerifierDifferential, Harness: tb, Top: "tb"},
+		Reference:  "module RefModule(input [3:0] a, input [3:0] b, output [3:0] y);\n  assign y = a & b;\nendmodule\n",
+		Verifier:   engine.Verifier{Kind: engine.VerifierDifferential, Harness: tb, Top: "tb"},
 		Provenance: engine.Provenance{Source: "test", License: "MIT"}}
 	writeJSONL(t, filepath.Join(dir, "items.jsonl"), item)
 	writeJSONL(t, filepath.Join(dir, "cands.jsonl"),
