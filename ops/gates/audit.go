@@ -55,6 +55,9 @@ func (g *auditGate) Check(ctx context.Context, cands []*Candidate) error {
 		c.addEvidence(ev)
 		switch {
 		case ev.Status == engine.StatusPass:
+			if m, ok := ev.Measurement("expected_samples"); ok {
+				c.Work = float64(m.Int)
+			}
 			passed = append(passed, c)
 		case ev.FailureStage == engine.StageReferenceSelfCheck && strings.Contains(ev.Cause, ": compile:"):
 			c.reject(GateAudit, ReasonReferenceCompile, ev.Cause+firstLog(ev))
@@ -104,6 +107,7 @@ func (g *auditGate) checkKernels(ctx context.Context, cands []*Candidate) error 
 		case ev.Status == engine.StatusPass:
 			c.Deferred = ""
 			c.Item.ReferenceStatus = engine.RefVerified
+			c.Work = kernelWork(c.Item, ev)
 		case ev.FailureStage == engine.StageCompile || ev.FailureStage == engine.StageElaborate:
 			c.reject(GateAudit, ReasonReferenceCompile, ev.Cause)
 		case ev.Status == engine.StatusFail:
@@ -113,6 +117,26 @@ func (g *auditGate) checkKernels(ctx context.Context, cands []*Candidate) error 
 		}
 	}
 	return nil
+}
+
+// kernelWork is trials × output elements.
+func kernelWork(it engine.Item, ev engine.Evidence) float64 {
+	trials := int64(1)
+	if m, ok := ev.Measurement("trials"); ok && m.Int > 0 {
+		trials = m.Int
+	}
+	var elems int64
+	for _, a := range it.Interface.Args {
+		if a.Role != "output" {
+			continue
+		}
+		n := int64(1)
+		for _, d := range a.Shape {
+			n *= d
+		}
+		elems += n
+	}
+	return float64(trials * elems)
 }
 
 func firstLog(ev engine.Evidence) string {

@@ -67,7 +67,11 @@ type Candidate struct {
 	// (adapted) parent differs from the evolved reference under the evolved
 	// verifier; -1 when not measured.
 	Distance   float64
-	SimSeconds float64 // simulator wall time spent on this item by the gates
+	SimSeconds float64 // simulator wall time spent on this item by the gates (reports only: it varies run to run)
+	// Work is the deterministic verification cost written to Item.Cost:
+	// samples the RTL verifier compares for the reference, or output
+	// elements × trials for a kernel.
+	Work float64
 	Evidence   []engine.Evidence
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -262,5 +263,29 @@ func TestLeakFraction(t *testing.T) {
 	}
 	if f, _ := LeakFraction("Here it is: module RefModule(input a, output y); assign y = a & ~a | a; endmodule", ref, "module RefModule(input a, output y); assign y = a & ~a | a;", 8); f > 0.3 {
 		t.Errorf("inherited text counted as a leak: %v", f)
+	}
+}
+
+// TestDeterministic: two runs over the same seeds admit the same items
+// (field for field, cost included) and reject the same ones.
+func TestDeterministic(t *testing.T) {
+	seeds := loadItems(t, ingest.PresetTaskDir, filepath.Join(testenv.RepoRoot(t), "examples", "seeds", "rtl"))
+	var pick []engine.Item
+	for _, s := range seeds {
+		switch s.ItemID {
+		case "fsm_vending_25c", "counter_gray4", "alu8_flags":
+			pick = append(pick, s)
+		}
+	}
+	copyOf := func() []engine.Item { return append([]engine.Item(nil), pick...) }
+	_, a := evolveAndAdmit(t, copyOf(), nil, nil)
+	_, b := evolveAndAdmit(t, copyOf(), nil, nil)
+	if len(a.Admitted) == 0 || !reflect.DeepEqual(a.Admitted, b.Admitted) || !reflect.DeepEqual(a.Rejections, b.Rejections) {
+		t.Errorf("runs differ: %d vs %d admitted", len(a.Admitted), len(b.Admitted))
+	}
+	for _, it := range a.Admitted {
+		if it.Cost <= 0 {
+			t.Errorf("%s: cost %v", it.ItemID, it.Cost)
+		}
 	}
 }

@@ -69,8 +69,10 @@ func (g *dedupGate) Check(ctx context.Context, cands []*Candidate) error {
 }
 
 // difficultyGate measures size (significant tokens of the reference) and
-// cost (simulator seconds the gates spent), bounds them, and records them
-// on the item: Cost = simulator seconds; Difficulty = the parent's
+// cost, bounds them, and records them on the item: Cost = the
+// deterministic verification work (Candidate.Work), so reruns write the
+// same rows; the simulator-seconds bound uses measured time and only
+// matters for pathological items. Difficulty = the parent's
 // difficulty plus a size term and, for mutations, a closeness term (a
 // change that flips few samples is harder to spot). Model-relative
 // difficulty comes later from selection.
@@ -104,7 +106,7 @@ func (g *difficultyGate) Check(_ context.Context, cands []*Candidate) error {
 			d += 1 - c.Distance
 		}
 		c.Item.Difficulty = math.Round(d*100) / 100
-		c.Item.Cost = math.Round(c.SimSeconds*1000) / 1000
+		c.Item.Cost = c.Work
 	}
 	return nil
 }
