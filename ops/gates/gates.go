@@ -71,8 +71,8 @@ type Candidate struct {
 	// Work is the deterministic verification cost written to Item.Cost:
 	// samples the RTL verifier compares for the reference, or output
 	// elements × trials for a kernel.
-	Work float64
-	Evidence   []engine.Evidence
+	Work     float64
+	Evidence []engine.Evidence
 }
 
 func (c *Candidate) reject(gate, reason, detail string) {
