@@ -25,6 +25,7 @@ type StageConfig struct {
 	Config    `yaml:",inline"`
 	Simulator string `yaml:"simulator"`  // icarus | verilator
 	CacheDir  string `yaml:"cache_dir"`  // persist reference self-checks
+	Retries   int    `yaml:"retries"`    // verifier retries of infrastructure failures; never of findings
 	PassSeeds bool   `yaml:"pass_seeds"` // copy the seeds to "items" (default true)
 	// Kernel configures the kernel verifier used to self-check kernel
 	// references (built only when kernel seeds are present).
@@ -33,7 +34,7 @@ type StageConfig struct {
 
 // DefaultStageConfig returns the stage defaults.
 func DefaultStageConfig() StageConfig {
-	return StageConfig{Config: DefaultConfig(), Simulator: rtl.SimIcarus, PassSeeds: true, Kernel: kernels.DefaultConfig()}
+	return StageConfig{Config: DefaultConfig(), Simulator: rtl.SimIcarus, Retries: rtl.DefaultConfig().Retries, PassSeeds: true, Kernel: kernels.DefaultConfig()}
 }
 
 // HasDomain reports whether any item is of the domain.
@@ -64,8 +65,9 @@ func NewGenerator(cfg Config, sink textgen.LogSink) (textgen.Generator, error) {
 }
 
 // NewVerifier builds the RTL verifier the stages use.
-func NewVerifier(simulator string, workers int, cacheDir string) (*rtl.Verifier, error) {
+func NewVerifier(simulator string, workers int, cacheDir string, retries int) (*rtl.Verifier, error) {
 	vc := rtl.DefaultConfig()
+	vc.Retries = retries
 	if simulator != "" {
 		vc.Simulator = simulator
 	}
@@ -110,7 +112,7 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 	if err != nil {
 		return err
 	}
-	ver, err := NewVerifier(sc.Simulator, sc.Workers, sc.CacheDir)
+	ver, err := NewVerifier(sc.Simulator, sc.Workers, sc.CacheDir, sc.Retries)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ type StageConfig struct {
 	Simulator   string             `yaml:"simulator"`    // icarus | verilator
 	Workers     int                `yaml:"workers"`      // simulator jobs in parallel (0 = all cores)
 	CacheDir    string             `yaml:"cache_dir"`    // persist reference self-checks
+	Retries     int                `yaml:"retries"`      // verifier retries of infrastructure failures (worker crash, disk full); never of findings
 	PassParents bool               `yaml:"pass_parents"` // copy the upstream items (the seeds) to "items" before the admitted ones (default true)
 	Generator   string             `yaml:"generator"`    // template | chat (the audit role)
 	Chat        textgen.ChatConfig `yaml:"chat"`
@@ -31,7 +32,7 @@ type StageConfig struct {
 
 // DefaultStageConfig returns the stage defaults.
 func DefaultStageConfig() StageConfig {
-	return StageConfig{Config: DefaultConfig(), Simulator: rtl.SimIcarus, PassParents: true, Generator: "template", Chat: textgen.DefaultChatConfig(),
+	return StageConfig{Config: DefaultConfig(), Simulator: rtl.SimIcarus, Retries: rtl.DefaultConfig().Retries, PassParents: true, Generator: "template", Chat: textgen.DefaultChatConfig(),
 		Kernel: kernels.DefaultConfig()}
 }
 
@@ -91,7 +92,7 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 			return err
 		}
 	}
-	ver, err := evolve.NewVerifier(sc.Simulator, sc.Workers, sc.CacheDir)
+	ver, err := evolve.NewVerifier(sc.Simulator, sc.Workers, sc.CacheDir, sc.Retries)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/crucible-data/crucible/engine/ingest"
 	"github.com/crucible-data/crucible/internal/testenv"
 	"github.com/crucible-data/crucible/ops/evolve"
+	"github.com/crucible-data/crucible/rtl"
 )
 
 // TestPipelineStages runs ingest → evolve → admit from a pipeline YAML and
@@ -31,9 +32,12 @@ stages:
     type: ingest
     inputs: [` + seeds + `]
     config: {preset: taskdir}
+  - name: verify
+    type: verify_rtl
+    from: [ingest]
   - name: evolve
     type: evolve
-    from: [ingest]
+    from: [verify]
     config:
       operators: [counter_modulus, fsm_transition, reset_polarity, dead_code]
       solution_first: true
@@ -51,6 +55,7 @@ stages:
 	}
 	reg := engine.NewRegistry()
 	ingest.RegisterStages(reg)
+	rtl.RegisterStages(reg)
 	evolve.RegisterStages(reg)
 	RegisterStages(reg)
 	cfg, err := engine.LoadPipeline(path, reg)
