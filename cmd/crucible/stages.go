@@ -29,6 +29,7 @@ func newRegistry() *engine.Registry {
 	compose.RegisterStages(reg)
 	pack.RegisterStages(reg)
 	kernels.RegisterStages(reg)
+	rtl.RegisterStages(reg)
 	return reg
 }
 
@@ -56,7 +57,7 @@ func (l *lazyVerifier) Verify(ctx context.Context, items []engine.Item, cands []
 }
 
 // verifyCommands lists `crucible verify` subcommands.
-func verifyCommands() []*cobra.Command { return []*cobra.Command{newVerifyKernelCmd()} }
+func verifyCommands() []*cobra.Command { return []*cobra.Command{newVerifyRTLCmd(), newVerifyKernelCmd()} }
 
 // extraDoctorChecks adds the probes that packages provide (GPU, backends).
 func extraDoctorChecks(ctx context.Context) []ToolStatus { return kernelDoctorChecks(ctx) }
