@@ -168,7 +168,7 @@ func runAdmit(ctx context.Context, o AdmitOptions) error {
 			return err
 		}
 	}
-	ver, err := evolve.NewVerifier(o.Config.Simulator, o.Config.Workers, o.Config.CacheDir)
+	ver, err := evolve.NewVerifier(o.Config.Simulator, o.Config.Workers, o.Config.CacheDir, o.Config.Retries)
 	if err != nil {
 		return err
 	}

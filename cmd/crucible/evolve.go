@@ -179,7 +179,7 @@ func runEvolve(ctx context.Context, o EvolveOptions) error {
 	if err != nil {
 		return err
 	}
-	ver, err := evolve.NewVerifier(o.Config.Simulator, o.Config.Workers, o.Config.CacheDir)
+	ver, err := evolve.NewVerifier(o.Config.Simulator, o.Config.Workers, o.Config.CacheDir, o.Config.Retries)
 	if err != nil {
 		return err
 	}
