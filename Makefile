@@ -23,8 +23,13 @@ test: setup
 	$(GO) vet ./...
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 
+# Benchmarks with side-by-side baselines; figures and their commands are in the README.
 bench: setup
-	$(GO) test -run '^$$' -bench . -benchmem ./engine/...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./engine/ ./ops/compose/ ./ops/selection/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./kernels/
+	$(GO) run ./bench/rtl -rounds 2          # pool vs a plain sequential iverilog+vvp loop (VerilogEval)
+	$(GO) run ./bench/dedup                  # 20k x 2 KB docs, both LSH backends, recall/precision
+	$(GO) test -run '^$$' -bench 'Tokenize|PackLengths' -benchmem -cpu 1 ./bench/pack/   # vs tiktoken-go
 
 gpu-check:
 	bash scripts/gpu-check.sh
