@@ -29,7 +29,7 @@ var (
 
 // crucibleBinary builds the CLI once per test process: cluster tasks run a
 // real `crucible build`, not this test binary.
-func crucibleBinary(t *testing.T) string {
+func crucibleBinary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "crucible-cluster-bin")
@@ -101,7 +101,7 @@ func testRegistry() *engine.Registry {
 
 // writeItemsFixture writes files JSONL files of rows items each (a fifth
 // kernel items, the rest RTL, a few malformed) and returns their dir.
-func writeItemsFixture(t *testing.T, dir string, files, rows int) string {
+func writeItemsFixture(t testing.TB, dir string, files, rows int) string {
 	t.Helper()
 	in := filepath.Join(dir, "items")
 	if err := os.MkdirAll(in, 0o755); err != nil {
@@ -140,7 +140,7 @@ func writeItemsFixture(t *testing.T, dir string, files, rows int) string {
 }
 
 // writePipeline writes a pipeline file and returns its path.
-func writePipeline(t *testing.T, dir, text string) string {
+func writePipeline(t testing.TB, dir, text string) string {
 	t.Helper()
 	p := filepath.Join(dir, "pipeline.yaml")
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
