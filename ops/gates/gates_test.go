@@ -148,10 +148,13 @@ func TestAdmitBundledSeedsEveryOperator(t *testing.T) {
 
 func TestAdmitVerilogEvalSample(t *testing.T) {
 	all := loadItems(t, ingest.PresetVerilogEval, testenv.Dataset(t, "verilog-eval/spec-to-rtl.jsonl"))
-	// A fixed sample with flip-flops, FSMs, counters and datapaths.
+	// A fixed sample (every ninth problem) plus two counters/shifters, so
+	// that the operators that apply to few references (counter_modulus:
+	// 5 of 156, shift_direction: 8) are exercised too. The full set runs
+	// with CRUCIBLE_EVOLVE_FULL=1 (TestVerilogEvalFull).
 	var seeds []engine.Item
 	for i, it := range all {
-		if i%9 == 4 {
+		if i%9 == 4 || strings.HasSuffix(it.ItemID, "Prob035_count1to10") || strings.HasSuffix(it.ItemID, "Prob063_review2015_shiftcount") {
 			seeds = append(seeds, it)
 		}
 	}
@@ -159,6 +162,11 @@ func TestAdmitVerilogEvalSample(t *testing.T) {
 	perOp := checkInvariant(t, res)
 	if len(res.Admitted) < len(seeds) {
 		t.Errorf("only %d admitted from %d VerilogEval seeds", len(res.Admitted), len(seeds))
+	}
+	for _, op := range evolve.DefaultOperatorNames() {
+		if perOp[op] == 0 {
+			t.Errorf("operator %s: nothing admitted over the VerilogEval sample", op)
+		}
 	}
 	t.Logf("admitted per operator: %v", perOp)
 }
