@@ -128,7 +128,8 @@ type Result struct {
 }
 
 // Counters flattens the funnel for the run summary: candidates,
-// gate<k>.<name>.in / .rejected, rejected.<gate>.<reason>, admitted.
+// gate<k>.<name>.in / .passed / .rejected, rejected.<gate>.<reason>,
+// operator.<op>.candidates / .admitted (the yield), admitted.
 func (r *Result) Counters() map[string]int64 {
 	m := map[string]int64{"candidates": int64(len(r.Candidates)), "admitted": int64(len(r.Admitted))}
 	for k, f := range r.Funnel {
@@ -137,6 +138,12 @@ func (r *Result) Counters() map[string]int64 {
 	}
 	for _, rj := range r.Rejections {
 		m["rejected."+rj.Gate+"."+rj.Reason]++
+	}
+	for _, y := range r.Yield {
+		if y.Operator != "*" {
+			m["operator."+y.Operator+".candidates"] = y.Candidates
+			m["operator."+y.Operator+".admitted"] = y.Admitted
+		}
 	}
 	return m
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -188,5 +189,20 @@ func TestChatConfigValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validate: %v, want %q", err, want)
 		}
+	}
+}
+
+// TestChatLogParquet: the audit log rows round-trip through a Parquet shard.
+func TestChatLogParquet(t *testing.T) {
+	dir := t.TempDir()
+	rows := []ChatLog{{Time: time.Unix(1700000000, 0).UTC(), Role: RoleAudit, ItemID: "x", Model: "m", Attempt: 2, Status: 429,
+		Request: `{"model":"m"}`, Response: "slow down", Error: "HTTP 429", LatencyMS: 12.5}}
+	shards, err := engine.WriteAll(context.Background(), dir, "chat_log", "chat_log", engine.DefaultWriterOptions(), rows)
+	if err != nil || len(shards) != 1 {
+		t.Fatalf("write: %v %v", err, shards)
+	}
+	got, err := engine.ReadRows[ChatLog](filepath.Join(dir, filepath.Base(shards[0].Path)))
+	if err != nil || len(got) != 1 || got[0] != rows[0] {
+		t.Fatalf("read back %+v, %v", got, err)
 	}
 }
