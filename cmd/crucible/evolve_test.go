@@ -67,6 +67,27 @@ func TestEvolveThenAdmit(t *testing.T) {
 	if !strings.Contains(out.String(), "candidates 8 → static 8") || !strings.Contains(out.String(), "reformat") {
 		t.Errorf("admit output: %s", out.String())
 	}
+	// The cobra commands layer flags over the defaults.
+	evo2, adm2 := filepath.Join(tmp, "evolve2"), filepath.Join(tmp, "admit2")
+	ec := newEvolveCmd()
+	ec.SetArgs([]string{"--items", ing, "--out", evo2, "--operators", "bus_width", "--no-solution-first", "--tb-cycles", "50"})
+	ec.SetOut(&out)
+	if err := ec.ExecuteContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ac := newAdmitCmd()
+	ac.SetArgs([]string{"--from", evo2, "--out", adm2, "--order", "static,strength", "--max-mutants", "1"})
+	ac.SetOut(&out)
+	if err := ac.ExecuteContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := engine.ReadManifest(filepath.Join(adm2, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2.Counts["candidates"] != 2 || m2.Counts["gate2.strength.in"] != 2 || m2.Counts["gate3.audit.in"] != 0 || m2.Counts["operator.bus_width.admitted"] != 2 {
+		t.Errorf("flag-driven run counts %v", m2.Counts)
+	}
 	// Bad config is a usage error naming the field.
 	bad := gates.DefaultStageConfig()
 	bad.Order = []string{"static", "nope"}
