@@ -140,6 +140,9 @@ type Mutant struct {
 // so every verifier is tested at least once).
 func Mutants(ref string, iface engine.Interface, max int) ([]Mutant, error) {
 	var out []Mutant
+	if max <= 0 {
+		return nil, nil
+	}
 	d, err := vlog.Parse(ref, rtl.RefModuleName)
 	if err == nil {
 		for _, name := range []string{"arith_swap", "compare_swap", "counter_modulus", "fsm_transition", "fsm_output", "shift_direction", "reset_polarity"} {

@@ -26,6 +26,7 @@ func KernelOperators() []KernelOperator {
 		{Name: "fused_scale", Doc: "multiply every stored output element by 0.5", PreservesInterface: true, Apply: storeRewrite("fused_scale")},
 		{Name: "fused_bias", Doc: "add 1.0 to every stored output element", PreservesInterface: true, Apply: storeRewrite("fused_bias")},
 		{Name: "fused_activation", Doc: "apply ReLU to every stored output element", PreservesInterface: true, Apply: storeRewrite("fused_activation")},
+		{Name: "activation_swap", Doc: "swap an existing activation in an output store (ReLU <-> leaky ReLU, tanh <-> sigmoid)", PreservesInterface: true, Apply: activationSwap},
 		{Name: "dtype_f64", Doc: "switch float32 buffers and arithmetic to float64 (cpu kernels)", Apply: dtypeF64},
 	}
 }
@@ -205,4 +206,34 @@ func dtypeF64(src string, iface engine.Interface, harness string) (Mutation, err
 	}
 	ni.Tolerance = 0 // the per-dtype default (1e-8 for float64)
 	return Mutation{Source: b.String(), Change: "All float32 buffers become float64 (double precision) and the arithmetic is done in double precision; outputs are compared at float64 tolerance.", Interface: ni}, nil
+}
+
+// activationSwap exchanges an activation the reference already applies in
+// an output store: fmaxf(X, 0) becomes a leaky ReLU and back, tanhf(X)
+// becomes a logistic sigmoid and back.
+func activationSwap(src string, iface engine.Interface, harness string) (Mutation, error) {
+	if harness != "cpu" && harness != "cuda" {
+		return Mutation{}, na("harness %q: only C (cpu) and CUDA references are rewritten", harness)
+	}
+	toks, err := vlog.Lex(src)
+	if err != nil {
+		return Mutation{}, err
+	}
+	for _, s := range outputStores(toks, iface) {
+		rhs := strings.TrimSpace(vlog.Join(toks[s.eq+1 : s.semi]))
+		var repl, change string
+		switch {
+		case strings.HasPrefix(rhs, "fmaxf(") && strings.HasSuffix(rhs, ", 0.0f)"):
+			x := strings.TrimSuffix(strings.TrimPrefix(rhs, "fmaxf("), ", 0.0f)")
+			repl, change = fmt.Sprintf("((%s) > 0 ? (%s) : 0.01f * (%s))", x, x, x), "the ReLU becomes a leaky ReLU with slope 0.01 for negative values"
+		case strings.HasPrefix(rhs, "tanhf(") && strings.HasSuffix(rhs, ")"):
+			x := strings.TrimSuffix(strings.TrimPrefix(rhs, "tanhf("), ")")
+			repl, change = fmt.Sprintf("1.0f / (1.0f + expf(-(%s)))", x), "the tanh activation becomes a logistic sigmoid, 1 / (1 + exp(-x))"
+		default:
+			continue
+		}
+		out := vlog.Join(toks[:s.eq+1]) + " " + repl + vlog.Join(toks[s.semi:])
+		return Mutation{Source: out, Change: "The kernel's activation changes: " + change + ". Inputs, shapes and the entry point are unchanged.", Interface: iface}, nil
+	}
+	return Mutation{}, na("no fmaxf(x, 0.0f) or tanhf(x) output store")
 }

@@ -264,3 +264,55 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestMutants(t *testing.T) {
+	ms, err := Mutants(counterSrc, counterIface, 3)
+	if err != nil || len(ms) != 3 || ms[2].Name != "output_invert" {
+		t.Fatalf("mutants: %v %+v", err, ms)
+	}
+	for _, m := range ms {
+		if !strings.Contains(m.Code, "module TopModule") || m.Code == counterSrc {
+			t.Errorf("%s is not a TopModule candidate", m.Name)
+		}
+	}
+	if ms, _ := Mutants(counterSrc, counterIface, 0); len(ms) != 0 {
+		t.Errorf("max 0 gave %d mutants", len(ms))
+	}
+	if ms, _ := Mutants(counterSrc, counterIface, 1); len(ms) != 1 || ms[0].Name != "output_invert" {
+		t.Errorf("max 1: %+v", ms)
+	}
+}
+
+func TestKernelOperatorsRewriteStores(t *testing.T) {
+	src := "void f(const float *x, float *y, int64_t n) {\n\tfloat *o = y + 1;\n\tfor (int64_t i = 0; i < n; i++) o[i - 1] = fmaxf(x[i] * 2.0f, 0.0f);\n}\n"
+	iface := engine.Interface{Args: []engine.KernelArg{{Name: "x", Role: "input", Shape: []int64{8}, DType: "float32"},
+		{Name: "y", Role: "output", Shape: []int64{8}, DType: "float32"}, {Name: "n", Role: "scalar", Shape: []int64{8}, DType: "int64"}}}
+	want := map[string]string{
+		"fused_scale":      "o[i - 1] = (fmaxf(x[i] * 2.0f, 0.0f)) * 0.5f;",
+		"fused_bias":       "o[i - 1] = (fmaxf(x[i] * 2.0f, 0.0f)) + 1.0f;",
+		"fused_activation": "o[i - 1] = ((fmaxf(x[i] * 2.0f, 0.0f)) > 0 ? (fmaxf(x[i] * 2.0f, 0.0f)) : 0);",
+		"activation_swap":  "o[i - 1] = ((x[i] * 2.0f) > 0 ? (x[i] * 2.0f) : 0.01f * (x[i] * 2.0f));",
+		"dtype_f64":        "void f(const double *x, double *y, int64_t n) {\n\tdouble *o = y + 1;",
+	}
+	for _, op := range KernelOperators() {
+		m, err := op.Apply(src, iface, "cpu")
+		if err != nil {
+			t.Errorf("%s: %v", op.Name, err)
+			continue
+		}
+		if !strings.Contains(m.Source, want[op.Name]) {
+			t.Errorf("%s: got\n%s", op.Name, m.Source)
+		}
+	}
+	op, _ := KernelOperatorByName("dtype_f64")
+	if m, _ := op.Apply(src, iface, "cpu"); m.Interface.Args[1].DType != "float64" || m.Interface.Tolerance != 0 || iface.Args[1].DType != "float32" {
+		t.Errorf("dtype_f64 interface %+v (parent must be untouched)", m.Interface)
+	}
+	if _, err := op.Apply(src, iface, "triton"); !errors.Is(err, ErrNotApplicable) {
+		t.Errorf("triton: %v", err)
+	}
+	op, _ = KernelOperatorByName("activation_swap")
+	if _, err := op.Apply("void f(float *y){ y[0] = 1.0f; }", iface, "cpu"); !errors.Is(err, ErrNotApplicable) {
+		t.Errorf("no activation: %v", err)
+	}
+}

@@ -34,6 +34,17 @@ func TestKernelOperators(t *testing.T) {
 	}
 	requireTools(t)
 	seeds := loadItems(t, ingest.PresetTaskDir, filepath.Join(testenv.RepoRoot(t), "examples", "seeds", "kernel"))
+	// A ReLU kernel, so activation_swap has an activation to swap.
+	for _, s := range seeds {
+		if s.ItemID == "vector_add_f32" {
+			r := s
+			r.ItemID, r.LineageID, r.Family = "relu_scale_f32", "relu_scale_f32", "elementwise"
+			r.Reference = "#include <math.h>\n#include <stdint.h>\n\nvoid relu_scale(const float *a, const float *b, float *out, int64_t n) {\n\tfor (int64_t i = 0; i < n; i++) out[i] = fmaxf(a[i] * 2.0f, 0.0f);\n}\n"
+			r.Verifier.Top = "relu_scale"
+			r.Instruction = "# ReLU of a scaled vector\n\nImplement `void relu_scale(const float *a, const float *b, float *out, int64_t n)`: out[i] = max(2 a[i], 0); b is unused."
+			seeds = append(seeds, r)
+		}
+	}
 	kv := fastKernelVerifier(t)
 	ecfg := evolve.DefaultConfig()
 	e, err := evolve.New(ecfg, nil, testVerifier(t), nil)
