@@ -377,6 +377,18 @@ func (e *Evolver) evolveSeed(ctx context.Context, seed engine.Item) (seedOut, er
 }
 
 func (e *Evolver) evolveKernel(ctx context.Context, seed engine.Item, o seedOut) (seedOut, error) {
+	if e.cfg.SolutionFirst {
+		it, err := e.solutionFirst(ctx, seed, seed.Interface)
+		if err != nil {
+			if ctx.Err() != nil {
+				return o, ctx.Err()
+			}
+			o.counts["generator_failed."+OpRespecify]++
+		} else {
+			o.cands = append(o.cands, it)
+			o.counts["candidates."+OpRespecify]++
+		}
+	}
 	for _, op := range e.kops {
 		m, err := op.Apply(seed.Reference, seed.Interface, seed.Verifier.Harness)
 		if errors.Is(err, ErrNotApplicable) {
@@ -476,7 +488,9 @@ func (e *Evolver) mutationItem(ctx context.Context, parent engine.Item, parentIf
 func (e *Evolver) solutionFirst(ctx context.Context, parent engine.Item, parentIface engine.Interface) (engine.Item, error) {
 	it := e.derived(parent, engine.RouteSolutionFirst, OpRespecify)
 	iface := parentIface
-	iface.Top = rtl.DefaultDUTName
+	if parent.Domain == engine.DomainRTL {
+		iface.Top = rtl.DefaultDUTName
+	}
 	resp, err := e.gen.Generate(ctx, textgen.Request{Role: textgen.RoleSpecification, ItemID: it.ItemID, Family: parent.Family,
 		ParentInstruction: parent.Instruction, Interface: iface})
 	if err != nil {

@@ -139,13 +139,15 @@ func (g *strengthGate) checkKernels(ctx context.Context, cands []*Candidate) err
 	owner := map[int]*Candidate{}
 	for _, c := range cands {
 		it := c.Item
-		if c.Parent == nil {
+		if c.Parent == nil && !keepsBehaviour(&it) {
 			c.reject(GateStrength, ReasonParentMissing, "parent "+it.ParentID+" is not among the inputs, so its failure cannot be checked")
 			continue
 		}
 		items[it.ItemID] = it
-		owner[len(runs)] = c
-		runs = append(runs, engine.Candidate{ItemID: it.ItemID, CandidateID: CandParent, Code: c.Parent.Reference})
+		if !keepsBehaviour(&it) {
+			owner[len(runs)] = c
+			runs = append(runs, engine.Candidate{ItemID: it.ItemID, CandidateID: CandParent, Code: c.Parent.Reference})
+		}
 		n := 0
 		for _, op := range evolve.KernelOperators() {
 			if n >= g.cfg.MaxMutants || op.Name == it.Operator || !op.PreservesInterface {

@@ -94,6 +94,19 @@ func PortTable(iface engine.Interface) string {
 	return b.String()
 }
 
+// ArgTable renders kernel arguments and the tolerance as Markdown.
+func ArgTable(iface engine.Interface) string {
+	var b strings.Builder
+	b.WriteString("| Argument | Role | Shape | Type |\n|----------|------|-------|------|\n")
+	for _, a := range iface.Args {
+		fmt.Fprintf(&b, "| `%s` | %s | %v | %s |\n", a.Name, a.Role, a.Shape, a.DType)
+	}
+	if iface.Tolerance > 0 {
+		fmt.Fprintf(&b, "\nOutputs must match within |got - want| <= %g + %g * |want|.\n", iface.Tolerance, iface.Tolerance)
+	}
+	return b.String()
+}
+
 // ClockResetText states the clock/reset contract in words.
 func ClockResetText(iface engine.Interface) string {
 	var parts []string
@@ -126,9 +139,15 @@ func specification(req Request) string {
 		fam = "design"
 	}
 	fmt.Fprintf(&b, "# %s (re-specified from a verified implementation)\n\n", fam)
-	b.WriteString("Implement a Verilog module named `TopModule` with the following interface.\n\n")
-	b.WriteString(PortTable(req.Interface))
-	b.WriteString("\n" + ClockResetText(req.Interface) + "\n\n## Behaviour\n\n")
+	if len(req.Interface.Args) > 0 {
+		b.WriteString("Implement the kernel with the following arguments, in this order.\n\n")
+		b.WriteString(ArgTable(req.Interface))
+	} else {
+		b.WriteString("Implement a Verilog module named `TopModule` with the following interface.\n\n")
+		b.WriteString(PortTable(req.Interface))
+		b.WriteString("\n" + ClockResetText(req.Interface) + "\n")
+	}
+	b.WriteString("\n## Behaviour\n\n")
 	for _, line := range strings.Split(req.ParentInstruction, "\n") {
 		t := strings.TrimSpace(line)
 		low := strings.ToLower(t)
@@ -152,6 +171,11 @@ func audit(req Request) string {
 	for _, p := range req.Interface.Ports {
 		if !strings.Contains(req.Instruction, p.Name) {
 			missing = append(missing, p.Name)
+		}
+	}
+	for _, a := range req.Interface.Args {
+		if !strings.Contains(req.Instruction, a.Name) {
+			missing = append(missing, a.Name)
 		}
 	}
 	if len(missing) > 0 {
