@@ -6,6 +6,14 @@
 // kept); a specification-only seed goes to instruction-first evolution.
 // Every derived item records its route, operator, parent and lineage root.
 // Whether a derived item is admitted is decided by the gates (ops/gates).
+//
+// RTL operators (Operators) edit the token stream of the parsed design
+// (package vlog) with the clock/reset contract from Yosys extraction; the
+// derived verifier is a seeded differential testbench generated from the
+// declared interface with the mutated reference as golden model. Kernel
+// operators (KernelOperators) rewrite the stores to output buffers of C
+// and CUDA references; the kernel verifier judges against the item's
+// (mutated) reference with the parent's harness settings.
 package evolve
 
 import (
@@ -176,7 +184,8 @@ type seedOut struct {
 }
 
 // Evolve derives candidates from every seed; output order is seed order,
-// then operator order, so runs are deterministic.
+// then operator order, so runs are deterministic. With VerifyReferences it
+// sets reference_status on seeds in place (the caller's slice).
 func (e *Evolver) Evolve(ctx context.Context, seeds []engine.Item) (*Result, error) {
 	if e.cfg.VerifyReferences {
 		if err := e.verifyReferences(ctx, seeds); err != nil {

@@ -5,6 +5,20 @@
 // infrastructure failures are retried (inside the RTL verifier, which
 // retries worker crashes and similar per its config); an item whose verdict
 // stays unjudged is not admitted (reason "unjudged").
+//
+// The invariant of a contract mutation is checked by execution: the
+// evolved reference passes the evolved verifier (audit: the rtl reference
+// self-check under Icarus, or the kernel verifier with the reference as its
+// own candidate) and the parent reference fails it (strength). When the
+// operator changed the interface, the parent is adapted by a wrapper with
+// the evolved ports (evolve.AdaptParent: shared ports connected by name,
+// Verilog padding/truncation where widths differ, missing outputs driven
+// 0, padded bits following the parent's X); a reset-polarity change keeps
+// the port names, so the parent runs as is. A kernel parent runs as is
+// against the evolved buffers (a dtype change makes it read float64 data
+// as float32, which fails). The fraction of compared samples (RTL) or
+// output elements (kernel, first failing output) on which the parent
+// differs is the behavioural distance in the yield report.
 package gates
 
 import (
