@@ -9,7 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,8 +122,8 @@ stages:
 	}
 }
 
-// TestSlurmResubmitFinishesKilledTask kills one running array task of the
-// ingest stage, checks that the run reports that part (and the
+// TestSlurmResubmitFinishesKilledTask SIGKILLs one running array task of
+// the ingest stage, checks that the run reports that part (and the
 // downstream stage that could not start) as not committed, then runs the
 // same thing again: only the missing parts are submitted and the result
 // equals a local run.
@@ -129,7 +131,13 @@ func TestSlurmResubmitFinishesKilledTask(t *testing.T) {
 	startSlurm(t)
 	bin := crucibleBinary(t)
 	dir := t.TempDir()
-	items := writeItemsFixture(t, dir, 4, 6000)
+	items := writeItemsFixture(t, dir, 4, 3000)
+	// Part 2 owns items-02; make it ten times bigger so its task is surely
+	// still working when it is killed.
+	big := writeItemsFixture(t, filepath.Join(dir, "big"), 3, 30000)
+	if err := os.Rename(filepath.Join(big, "items-02.jsonl"), filepath.Join(items, "items-02.jsonl")); err != nil {
+		t.Fatal(err)
+	}
 	cfgPath := writePipeline(t, dir, fmt.Sprintf(`name: cancel
 work_dir: work
 row_group_bytes: 131072
@@ -161,22 +169,23 @@ stages:
 		t.Fatal(err)
 	}
 	ingestJob := run.Jobs[0].JobID
-	victim := ingestJob + "_2"
-	if err := waitTaskRunning(ctx, ingestJob, "2"); err != nil {
+	taskJob, err := waitTaskRunning(ctx, ingestJob, "2")
+	if err != nil {
 		run.Cancel()
 		t.Fatal(err)
 	}
-	// SIGKILL, as when a node dies: the task cannot commit on its way out.
-	if out, err := exec.Command("scancel", "--signal=KILL", "--full", victim).CombinedOutput(); err != nil {
-		t.Fatalf("scancel %s: %v %s", victim, err, out)
+	time.Sleep(300 * time.Millisecond) // mid-way: started up and writing shards
+	if err := killTask(taskJob); err != nil {
+		run.Cancel()
+		t.Fatal(err)
 	}
-	t.Logf("killed running task %s", victim)
+	t.Logf("killed running task %s_2 (job %s)", ingestJob, taskJob)
 	err = run.Wait(ctx)
 	if !errors.Is(err, engine.ErrIncomplete) {
 		t.Fatalf("want ErrIncomplete after killing a task, got %v", err)
 	}
 	if _, serr := os.Stat(filepath.Join(work, "ingest", engine.ManifestName(engine.Shard{Index: 2, Count: 4}))); serr == nil {
-		t.Fatalf("ingest part 2 committed although it was killed as soon as it ran; the fixture is too small")
+		t.Fatalf("ingest part 2 committed although it was killed while running; the fixture is too small")
 	}
 	if !strings.Contains(err.Error(), "ingest part 2/4") || !strings.Contains(err.Error(), "rtl part") {
 		t.Fatalf("the error should name ingest part 2/4 and the rtl parts that never ran:\n%v", err)
@@ -204,28 +213,112 @@ stages:
 	}
 }
 
-// waitTaskRunning polls squeue until array task job_task is RUNNING.
-func waitTaskRunning(ctx context.Context, job, task string) error {
-	var cli slurmCLI
+// waitTaskRunning polls squeue until array task job_task is RUNNING and
+// returns the task's own job id.
+func waitTaskRunning(ctx context.Context, job, task string) (string, error) {
 	for {
-		entries, err := cli.squeue(ctx, []string{job})
+		out, err := exec.CommandContext(ctx, "squeue", "-h", "-j", job, "-o", "%K|%T|%A").Output()
 		if err != nil {
-			return err
+			return "", fmt.Errorf("squeue: %v", err)
 		}
-		found := false
-		for _, e := range entries {
-			if e.Tasks == task && e.State == "RUNNING" {
-				return nil
+		lines := strings.Fields(string(out))
+		for _, l := range lines {
+			f := strings.Split(l, "|")
+			if len(f) == 3 && f[0] == task && f[1] == "RUNNING" {
+				return f[2], nil
 			}
-			found = found || strings.Contains(e.Tasks, task) || e.Tasks == task
 		}
-		if len(entries) == 0 {
-			return fmt.Errorf("job %s finished before task %s was seen running; the fixture is too small", job, task)
+		if len(lines) == 0 {
+			return "", fmt.Errorf("job %s finished before task %s was seen running; the fixture is too small", job, task)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return "", ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// killTask SIGKILLs the processes of a running task (scontrol listpids
+// works on the node running it, which is this machine), as when a node
+// or a process dies: unlike scancel's SIGTERM, the task cannot finish its
+// stage on the way out.
+func killTask(taskJobID string) error {
+	out, err := exec.Command("scontrol", "listpids", taskJobID).Output()
+	if err != nil {
+		return fmt.Errorf("scontrol listpids %s: %v", taskJobID, err)
+	}
+	killed := 0
+	for _, line := range strings.Split(string(out), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[2] != "batch" {
+			continue
+		}
+		pid, err := strconv.Atoi(f[0])
+		if err != nil {
+			continue
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+			killed++
+		}
+	}
+	if killed == 0 {
+		return fmt.Errorf("no process of task job %s to kill:\n%s", taskJobID, out)
+	}
+	return nil
+}
+
+// TestSlurmCancelledContextCancelsJobs: when the submitting process is
+// interrupted (Ctrl-C ends its context), every submitted job is cancelled.
+func TestSlurmCancelledContextCancelsJobs(t *testing.T) {
+	startSlurm(t)
+	bin := crucibleBinary(t)
+	dir := t.TempDir()
+	items := writeItemsFixture(t, dir, 4, 3000)
+	cfgPath := writePipeline(t, dir, fmt.Sprintf(`name: interrupt
+work_dir: work
+stages:
+  - name: ingest
+    type: ingest
+    inputs: [%s]
+  - name: rtl
+    type: filter
+    from: [ingest]
+    config: {domains: [rtl]}
+`, items))
+	cfg := loadPipeline(t, cfgPath, filepath.Join(dir, "work"))
+	ec := DefaultConfig()
+	ec.Poll = 100 * time.Millisecond
+	ec.Resources.MaxParallel = 1
+	ctx, cancel := context.WithCancel(context.Background())
+	run, err := SubmitSlurm(ctx, cfg, SlurmOptions{ConfigPath: cfgPath, Executor: ec, Binary: bin, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(500*time.Millisecond, cancel)
+	if err := run.Wait(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	var ids []string
+	for _, j := range run.Jobs {
+		ids = append(ids, j.JobID)
+	}
+	var cli slurmCLI
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		es, err := cli.squeue(context.Background(), ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jobs still queued 15s after the interrupt: %+v", es)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := engine.LoadStageOutput(filepath.Join(dir, "work", "rtl")); err == nil {
+		t.Fatal("the pipeline finished before the interrupt; nothing was cancelled")
 	}
 }
