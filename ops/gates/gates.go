@@ -55,6 +55,7 @@ const (
 	ReasonLeakage           = "leakage"
 	ReasonParentMissing     = "parent_missing"
 	ReasonNotDistinguished  = "parent_not_distinguished"
+	ReasonParentUnrunnable  = "parent_unrunnable"
 	ReasonWeakVerifier      = "weak_verifier"
 	ReasonUnjudged          = "unjudged"
 	ReasonReferenceCompile  = "reference_compile"

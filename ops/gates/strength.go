@@ -214,6 +214,10 @@ func (g *strengthGate) settle(evs []engine.Evidence, owner map[int]*Candidate) {
 			c.Deferred = GateStrength // the audit gate judges a reference that fails its own verifier
 		case t.unjudged != "":
 			c.reject(GateStrength, ReasonUnjudged, t.unjudged)
+		case t.parent != nil && (t.parent.FailureStage == engine.StageStatic || t.parent.FailureStage == engine.StageCompile || t.parent.FailureStage == engine.StageElaborate):
+			// The parent never ran against the evolved verifier, so its
+			// "failure" says nothing about the change.
+			c.reject(GateStrength, ReasonParentUnrunnable, fmt.Sprintf("the (adapted) parent does not build against the evolved verifier (%s: %s)", t.parent.FailureStage, t.parent.Cause))
 		case t.parent != nil && t.parent.Status == engine.StatusPass:
 			c.Distance = 0
 			c.reject(GateStrength, ReasonNotDistinguished, fmt.Sprintf("the parent reference passes the evolved verifier (%s): the change is not observable", samplesText(t.parent)))
