@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -96,10 +97,12 @@ func (g *auditGate) checkKernels(ctx context.Context, cands []*Candidate) error 
 		items[c.Item.ItemID] = c.Item
 		runs[i] = engine.Candidate{ItemID: c.Item.ItemID, CandidateID: rtl.ReferenceCandidateID, Code: c.Item.Reference}
 	}
+	start := time.Now()
 	evs, err := g.env.Kernel.VerifyAll(ctx, items, runs)
 	if err != nil {
 		return err
 	}
+	shareWallTime(evs, time.Since(start))
 	for i, ev := range evs {
 		c := cands[i]
 		c.addEvidence(ev)

@@ -100,6 +100,8 @@ func (c *Candidate) addEvidence(evs ...engine.Evidence) {
 	for _, ev := range evs {
 		if m, ok := ev.Measurement("wall_time_ms"); ok {
 			c.SimSeconds += m.Float / 1000
+		} else if m, ok := ev.Measurement(measWallShare); ok {
+			c.SimSeconds += m.Float / 1000
 		}
 		c.Evidence = append(c.Evidence, ev)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/ops/evolve"
@@ -165,12 +166,32 @@ func (g *strengthGate) checkKernels(ctx context.Context, cands []*Candidate) err
 	if len(runs) == 0 {
 		return nil
 	}
+	start := time.Now()
 	evs, err := g.env.Kernel.VerifyAll(ctx, items, runs)
 	if err != nil {
 		return err
 	}
+	shareWallTime(evs, time.Since(start))
 	g.settle(evs, owner)
 	return nil
+}
+
+// measWallShare is a run's even share of its batch's wall time.
+const measWallShare = "wall_time_share_ms"
+
+// shareWallTime gives kernel evidence (which carries no per-run wall time)
+// an even share of its batch's wall time, so the yield report's cost per
+// admitted item covers kernels too.
+func shareWallTime(evs []engine.Evidence, d time.Duration) {
+	if len(evs) == 0 {
+		return
+	}
+	ms := float64(d.Microseconds()) / 1000 / float64(len(evs))
+	for i := range evs {
+		if _, ok := evs[i].Measurement("wall_time_ms"); !ok {
+			evs[i].Measurements = append(evs[i].Measurements, engine.FloatM(measWallShare, ms))
+		}
+	}
 }
 
 // settle reads the strength runs of each candidate.
