@@ -10,6 +10,8 @@ func commands() []*cobra.Command {
 		newInspectCmd(),
 		newDoctorCmd(),
 		newVerifyCmd(),
+		newEvolveCmd(),
+		newAdmitCmd(),
 		newDedupCmd(),
 		newDecontamCmd(),
 		newSelectCmd(),

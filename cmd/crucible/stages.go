@@ -12,6 +12,8 @@ import (
 	"github.com/crucible-data/crucible/engine/ingest"
 	"github.com/crucible-data/crucible/kernels"
 	"github.com/crucible-data/crucible/ops/compose"
+	"github.com/crucible-data/crucible/ops/evolve"
+	"github.com/crucible-data/crucible/ops/gates"
 	"github.com/crucible-data/crucible/ops/filter"
 	"github.com/crucible-data/crucible/ops/pack"
 	"github.com/crucible-data/crucible/ops/selection"
@@ -30,6 +32,8 @@ func newRegistry() *engine.Registry {
 	pack.RegisterStages(reg)
 	kernels.RegisterStages(reg)
 	rtl.RegisterStages(reg)
+	evolve.RegisterStages(reg)
+	gates.RegisterStages(reg)
 	return reg
 }
 
