@@ -128,3 +128,19 @@ stages:
 		t.Fatalf("second build should skip both stages:\n%s", buf.String())
 	}
 }
+
+func TestDoctorListsEveryToolchain(t *testing.T) {
+	var buf bytes.Buffer
+	if err := runDoctor(context.Background(), DoctorOptions{Out: &buf}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"iverilog", "vvp", "yosys", "verilator", "cc", "python3", "torch", "triton", "cuda driver", "nvml", "kernel backend cpu", "kernel backend cuda"} {
+		if !strings.Contains(buf.String(), "\n"+want+" ") {
+			t.Errorf("doctor does not list %q:\n%s", want, buf.String())
+		}
+	}
+	// Where the RTL toolchain is installed (make test installs it), doctor says so with a version.
+	if !strings.Contains(buf.String(), "Icarus Verilog") {
+		t.Errorf("doctor shows no iverilog version:\n%s", buf.String())
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/crucible-data/crucible/cuda"
 )
 
 // DoctorOptions are `crucible doctor`'s flags.
@@ -68,6 +70,7 @@ func runDoctor(ctx context.Context, o DoctorOptions) error {
 	for _, c := range toolChecks {
 		all = append(all, probeTool(ctx, c))
 	}
+	all = append(all, gpuDoctorChecks()...)
 	all = append(all, extraDoctorChecks(ctx)...)
 	tw := tabwriter.NewWriter(o.Out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tSTATUS\tVERSION\tENABLES")
@@ -120,4 +123,30 @@ func truncate(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// gpuDoctorChecks reports the CUDA driver and NVML, which the kernel
+// verifier's GPU backends and device manager need.
+func gpuDoctorChecks() []ToolStatus {
+	drv := ToolStatus{Name: "cuda driver", Enables: "cuda/triton kernel backends (libcuda.so.1, loaded at run time)"}
+	if v, err := cuda.DriverVersion(); err != nil {
+		drv.Why = truncate(err.Error(), 80)
+	} else {
+		drv.Found, drv.Version = true, fmt.Sprintf("CUDA driver API %d.%d", v/1000, v%1000/10)
+	}
+	nv := ToolStatus{Name: "nvml", Enables: "GPU inventory, health and one-job-per-GPU scheduling"}
+	lib := cuda.NewNVML()
+	if err := cuda.InitNVML(lib); err != nil {
+		nv.Why = truncate(err.Error(), 80)
+		return []ToolStatus{drv, nv}
+	}
+	defer lib.Shutdown()
+	gpus, err := cuda.Inventory(lib)
+	if err != nil {
+		nv.Why = truncate(err.Error(), 80)
+		return []ToolStatus{drv, nv}
+	}
+	nv.Found = true
+	nv.Version = fmt.Sprintf("driver %s, %d GPU(s)", cuda.DriverVersionNVML(lib), len(gpus))
+	return []ToolStatus{drv, nv}
 }
