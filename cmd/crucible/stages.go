@@ -13,8 +13,8 @@ import (
 	"github.com/crucible-data/crucible/kernels"
 	"github.com/crucible-data/crucible/ops/compose"
 	"github.com/crucible-data/crucible/ops/evolve"
-	"github.com/crucible-data/crucible/ops/gates"
 	"github.com/crucible-data/crucible/ops/filter"
+	"github.com/crucible-data/crucible/ops/gates"
 	"github.com/crucible-data/crucible/ops/pack"
 	"github.com/crucible-data/crucible/ops/selection"
 	"github.com/crucible-data/crucible/rtl"
@@ -61,7 +61,9 @@ func (l *lazyVerifier) Verify(ctx context.Context, items []engine.Item, cands []
 }
 
 // verifyCommands lists `crucible verify` subcommands.
-func verifyCommands() []*cobra.Command { return []*cobra.Command{newVerifyRTLCmd(), newVerifyKernelCmd()} }
+func verifyCommands() []*cobra.Command {
+	return []*cobra.Command{newVerifyRTLCmd(), newVerifyKernelCmd()}
+}
 
 // extraDoctorChecks adds the probes that packages provide (GPU, backends).
 func extraDoctorChecks(ctx context.Context) []ToolStatus { return kernelDoctorChecks(ctx) }

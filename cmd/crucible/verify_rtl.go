@@ -139,31 +139,8 @@ func runVerifyRTL(ctx context.Context, o VerifyRTLOptions) error {
 		return err
 	}
 	elapsed := time.Since(start)
-	if err := clearOutputs(o.Out, "evidence"); err != nil {
-		return err
-	}
-	w, err := engine.NewShardWriter[engine.Evidence](o.Out, "evidence", "evidence", o.Writer)
-	if err != nil {
-		return err
-	}
-	if err := w.Write(evs...); err != nil {
-		w.Abort()
-		return err
-	}
-	infos, err := w.Close()
-	if err != nil {
-		return err
-	}
 	counts := map[string]int64{"items": int64(len(items)), "candidates": int64(len(cands)), "items_rejected": rejected}
-	for _, ev := range evs {
-		counts["status."+ev.Status]++
-		if ev.FailureStage != "" {
-			counts["stage."+ev.FailureStage]++
-		}
-	}
-	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "verify-rtl", Type: "verify_rtl",
-		Inputs: fileRefs(inputs), Shards: infos, Counts: counts}
-	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
+	if err := writeEvidenceDir(o.Out, o.Writer, "verify-rtl", "verify_rtl", inputs, evs, counts); err != nil {
 		return err
 	}
 	printVerifyRTLSummary(o.Stdout, evs, len(items), rejected, elapsed, o.Config, o.Out)
