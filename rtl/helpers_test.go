@@ -3,46 +3,17 @@ package rtl
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/engine/ingest"
+	"github.com/crucible-data/crucible/internal/testenv"
 )
-
-// repoRoot walks up to go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
 
 // datasetPath returns a shared dataset file, skipping (or failing under CI)
 // when it is absent.
-func datasetPath(t testing.TB, rel string) string {
-	t.Helper()
-	p := filepath.Join(repoRoot(t), "..", "shared", "datasets", rel)
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("dataset %s missing: %v", p, err)
-		}
-		t.Skipf("dataset %s not present; skipping", p)
-	}
-	return p
-}
+func datasetPath(t testing.TB, rel string) string { return testenv.Dataset(t, rel) }
 
 // loadVerilogEval reads a VerilogEval JSONL through the engine's ingest preset.
 func loadVerilogEval(t testing.TB, rel string) []engine.Item {

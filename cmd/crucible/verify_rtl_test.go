@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/internal/testenv"
 	"github.com/crucible-data/crucible/rtl"
 )
 
@@ -113,14 +114,9 @@ func writeJSONL(t *testing.T, path string, rows ...any) {
 // preset and --self-check over the first problems of the shared dataset.
 func TestVerifyRTLFlags(t *testing.T) {
 	rtlToolsOrSkip(t)
-	wd, _ := os.Getwd()
-	src := filepath.Join(wd, "..", "..", "..", "shared", "datasets", "verilog-eval", "spec-to-rtl.jsonl")
-	data, err := os.ReadFile(src)
+	data, err := os.ReadFile(testenv.Dataset(t, "verilog-eval/spec-to-rtl.jsonl"))
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skipf("dataset missing: %v", err)
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	lines := strings.SplitN(string(data), "\n", 6)[:5]
