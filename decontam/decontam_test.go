@@ -2,40 +2,19 @@ package decontam
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/crucible-data/crucible/dedup"
+	"github.com/crucible-data/crucible/internal/testenv"
 )
 
 // datasets returns ../shared/datasets relative to the repository root.
 func datasets(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	d := filepath.Join(dir, "..", "shared", "datasets")
-	if _, err := os.Stat(filepath.Join(d, "verilog-eval", "spec-to-rtl.jsonl")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("datasets missing at %s (CI set): %v", d, err)
-		}
-		t.Skipf("datasets missing at %s: %v", d, err)
-	}
-	return d
+	return filepath.Dir(filepath.Dir(testenv.Dataset(t, "verilog-eval/spec-to-rtl.jsonl")))
 }
 
 func readAll(t *testing.T, path, idField string, fields ...string) RecordSlice {

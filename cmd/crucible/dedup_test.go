@@ -12,6 +12,7 @@ import (
 	"github.com/crucible-data/crucible/decontam"
 	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/internal/testenv"
 )
 
 // srcRow has arbitrary column names, to exercise the field mapping.
@@ -121,14 +122,7 @@ func idIndex(t *testing.T, id string) int {
 
 func datasetsDir(t *testing.T) string {
 	t.Helper()
-	d, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "datasets"))
-	if _, err := os.Stat(filepath.Join(d, "verilog-eval", "spec-to-rtl.jsonl")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("datasets missing at %s: %v", d, err)
-		}
-		t.Skipf("datasets missing at %s: %v", d, err)
-	}
-	return d
+	return filepath.Dir(filepath.Dir(testenv.Dataset(t, "verilog-eval/spec-to-rtl.jsonl")))
 }
 
 func TestDecontamCheckExitCodes(t *testing.T) {
