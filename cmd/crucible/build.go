@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -91,6 +92,12 @@ func printRunSummary(w io.Writer, sum *engine.RunSummary, sh engine.Shard) {
 		fmt.Fprintf(w, " (shard %s)", sh)
 	}
 	fmt.Fprintln(w)
+	var seeds int64 = -1
+	if len(sum.Stages) > 0 {
+		if n, ok := sum.Stages[0].Rows["items"]; ok {
+			seeds = n
+		}
+	}
 	for _, s := range sum.Stages {
 		fmt.Fprintf(w, "  %-14s %-8s %6.2fs", s.Name, s.Status, s.Seconds)
 		kinds := make([]string, 0, len(s.Rows))
@@ -102,6 +109,9 @@ func printRunSummary(w io.Writer, sum *engine.RunSummary, sh engine.Shard) {
 			fmt.Fprintf(w, "  %s=%d", k, s.Rows[k])
 		}
 		fmt.Fprintln(w)
+		if f := gateFunnel(s.Counts, seeds); f != "" {
+			fmt.Fprintf(w, "      funnel: %s\n", f)
+		}
 		keys := make([]string, 0, len(s.Counts))
 		for k := range s.Counts {
 			keys = append(keys, k)
@@ -123,4 +133,42 @@ func summaryFile(sh engine.Shard) string {
 		return "run-summary.json"
 	}
 	return fmt.Sprintf("run-summary-%04d-of-%04d.json", sh.Index, sh.Count)
+}
+
+// gateFunnel renders an admission stage's funnel from its counters
+// ("candidates", "gate<k>.<name>.passed", "admitted"): seeds → candidates →
+// each gate in order → admitted. Empty for stages without gates.
+func gateFunnel(counts map[string]int64, seeds int64) string {
+	type gate struct {
+		k      int
+		name   string
+		passed int64
+	}
+	var gates []gate
+	for key, v := range counts {
+		var k int
+		var rest string
+		if _, err := fmt.Sscanf(key, "gate%d.%s", &k, &rest); err != nil || !strings.HasSuffix(rest, ".passed") {
+			continue
+		}
+		gates = append(gates, gate{k, strings.TrimSuffix(rest, ".passed"), v})
+	}
+	if len(gates) == 0 {
+		return ""
+	}
+	sort.Slice(gates, func(i, j int) bool { return gates[i].k < gates[j].k })
+	var parts []string
+	if seeds >= 0 {
+		parts = append(parts, fmt.Sprintf("seeds %d", seeds))
+	}
+	if c, ok := counts["candidates"]; ok {
+		parts = append(parts, fmt.Sprintf("candidates %d", c))
+	}
+	for _, g := range gates {
+		parts = append(parts, fmt.Sprintf("%s %d", g.name, g.passed))
+	}
+	if a, ok := counts["admitted"]; ok {
+		parts = append(parts, fmt.Sprintf("admitted %d", a))
+	}
+	return strings.Join(parts, " → ")
 }
