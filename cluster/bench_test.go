@@ -70,10 +70,14 @@ func BenchmarkSlurmCommittedPartTask(b *testing.B) {
 	ec := DefaultConfig()
 	ec.Shards = b.N
 	ec.Poll = 50 * time.Millisecond
+	if !runnerIsPartSafe {
+		ec.Resources.MaxParallel = 1 // the setup run; see TestConcurrentPartsRace
+	}
 	opts := SlurmOptions{ConfigPath: cfgPath, Executor: ec, Binary: bin, Log: slog.New(slog.DiscardHandler)}
 	if _, err := RunSlurm(context.Background(), cfg, opts); err != nil {
 		b.Fatal(err)
 	}
+	ec.Resources.MaxParallel = 0 // measured: all task slots busy, as for empty tasks
 	plan, err := NewPlan(cfg, cfgPath, ec, nil)
 	if err != nil {
 		b.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -67,20 +66,7 @@ func startSlurm(t *testing.T) {
 	slurmOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", filepath.Join(testenv.RepoRoot(t), "scripts", "slurm-local.sh"))
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			slurmErr = fmt.Errorf("scripts/slurm-local.sh: %v\n%s", err, stderr.String())
-			return
-		}
-		m := regexp.MustCompile(`export SLURM_CONF=(\S+)`).FindSubmatch(out)
-		if m == nil {
-			slurmErr = fmt.Errorf("scripts/slurm-local.sh printed no SLURM_CONF:\n%s", out)
-			return
-		}
-		slurmConf = string(m[1])
+		slurmConf, slurmErr = StartLocalSlurm(ctx, filepath.Join(testenv.RepoRoot(t), "scripts", "slurm-local.sh"))
 	})
 	if slurmErr != nil {
 		if os.Getenv("CI") != "" {
