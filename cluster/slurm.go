@@ -84,6 +84,10 @@ func SubmitSlurm(ctx context.Context, cfg *engine.PipelineConfig, opts SlurmOpti
 	if err != nil {
 		return nil, err
 	}
+	// Tasks start in the work dir (--chdir), so it must exist first.
+	if err := os.MkdirAll(plan.WorkDir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %v", engine.ErrIO, err)
+	}
 	run := &SlurmRun{Plan: plan, cfg: cfg, opts: opts, log: log}
 	submitted := map[string]SlurmJob{}
 	for _, s := range plan.Stages {
@@ -252,6 +256,10 @@ func (r *SlurmRun) Cancel() {
 	r.log.Warn("cancelled the submitted jobs", "jobs", strings.Join(ids, ","))
 }
 
+// maxSqueueFailures is how many squeue calls in a row may fail before Wait
+// gives up.
+const maxSqueueFailures = 5
+
 // Wait polls squeue until no submitted job is left, then checks the
 // manifests of every submitted part. A job that can never start because an
 // upstream task failed is cancelled. When ctx ends, every job is cancelled.
@@ -267,6 +275,7 @@ func (r *SlurmRun) Wait(ctx context.Context) error {
 		ids = append(ids, j.JobID)
 	}
 	last := map[string]string{}
+	failures := 0
 	for len(ids) > 0 {
 		entries, err := r.cli.squeue(ctx, ids)
 		if err != nil {
@@ -274,8 +283,21 @@ func (r *SlurmRun) Wait(ctx context.Context) error {
 				r.Cancel()
 				return ctx.Err()
 			}
-			return err
+			// slurmctld may be restarting or busy; the jobs go on without
+			// us, so only give up waiting after a run of failures.
+			if failures++; failures >= maxSqueueFailures {
+				return fmt.Errorf("%w (the jobs were left running: watch them with squeue; once they end, running the same command again submits whatever did not commit)", err)
+			}
+			r.log.Warn("squeue failed, retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				r.Cancel()
+				return ctx.Err()
+			case <-time.After(poll):
+			}
+			continue
 		}
+		failures = 0
 		live := map[string][]queueEntry{}
 		for _, e := range entries {
 			live[e.JobID] = append(live[e.JobID], e)
