@@ -82,8 +82,6 @@ type WorldModel struct {
 	// Retries is how many more times a malformed answer is asked again.
 	Retries       int
 	MaxDiagnostic int
-	// OnMalformed, when set, is told about every malformed answer.
-	OnMalformed func(domain string)
 }
 
 // Name implements Backend.
@@ -91,23 +89,34 @@ func (w *WorldModel) Name() string { return BackendWorldModel }
 
 // Execute implements Backend.
 func (w *WorldModel) Execute(ctx context.Context, b *Bundle, item *engine.Item, code string) (Observation, error) {
+	o, _, err := w.Predict(ctx, b, code)
+	return o, err
+}
+
+// Predict is Execute that also says how many malformed answers it
+// discarded on the way (they are counted per turn and per domain).
+func (w *WorldModel) Predict(ctx context.Context, b *Bundle, code string) (Observation, int, error) {
 	msgs := WorldModelPrompt(b, code)
 	var last error
+	malformed := 0
 	for attempt := 0; attempt <= w.Retries; attempt++ {
 		rep, err := w.Chat.Complete(ctx, RoleWorldModel, b.ItemID, msgs)
 		if err != nil {
-			return Observation{}, err
+			return Observation{}, malformed, err
 		}
 		o, err := ParseWorldModelAnswer(b.Domain, rep.Content, w.MaxDiagnostic)
 		if err == nil {
-			return o, nil
+			return o, malformed, nil
 		}
 		last = err
-		if w.OnMalformed != nil {
-			w.OnMalformed(b.Domain)
-		}
+		malformed++
 	}
-	return Observation{}, fmt.Errorf("%w: %s after %d attempts: %v", ErrMalformed, b.ItemID, w.Retries+1, last)
+	return Observation{}, malformed, fmt.Errorf("%w: %s after %d attempts: %v", ErrMalformed, b.ItemID, w.Retries+1, last)
+}
+
+// predictor is a world-model backend that reports malformed answers.
+type predictor interface {
+	Predict(ctx context.Context, b *Bundle, code string) (Observation, int, error)
 }
 
 // WorldModelPrompt asks for the observation the real toolchain would give.

@@ -61,10 +61,12 @@ func NewRunner(cfg Config, gen Completer, real, world Backend, log *slog.Logger)
 func (r *Runner) Fingerprint() string {
 	wm := ""
 	if r.cfg.WorldModel != nil {
-		wm = r.cfg.WorldModel.BaseURL + "|" + r.cfg.WorldModel.Model
+		wm = r.cfg.WorldModel.Model
 	}
-	s := fmt.Sprintf("%d|%d|%d|%g|%g|%g|%s|%s|%g|%s", r.cfg.Rounds, r.cfg.Samples, r.cfg.Seed, r.cfg.WorldFraction,
-		r.cfg.AuditFraction, r.cfg.ReplayFraction, r.cfg.Generator.Model, wm, r.cfg.Generator.Temperature, r.cfg.Generator.BaseURL)
+	// Endpoints are not part of it: a run resumed against another server
+	// of the same model continues its trajectories.
+	s := fmt.Sprintf("%d|%d|%d|%g|%g|%g|%s|%s|%g", r.cfg.Rounds, r.cfg.Samples, r.cfg.Seed, r.cfg.WorldFraction,
+		r.cfg.AuditFraction, r.cfg.ReplayFraction, r.cfg.Generator.Model, wm, r.cfg.Generator.Temperature)
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:8])
 }
@@ -228,12 +230,21 @@ func (r *Runner) execute(ctx context.Context, t *trajectory, tu *Turn) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		o, err := r.world.Execute(ctx, t.bundle, t.item, tu.Code)
+		var o Observation
+		var err error
+		if p, ok := r.world.(predictor); ok {
+			var bad int
+			o, bad, err = p.Predict(ctx, t.bundle, tu.Code)
+			tu.Malformed = int32(bad)
+		} else {
+			o, err = r.world.Execute(ctx, t.bundle, t.item, tu.Code)
+		}
 		<-r.worldSem
 		switch {
 		case errors.Is(err, ErrMalformed):
+			// Counted, and the turn falls back to the real backend: a
+			// generator must not be shown an unparsed guess.
 			r.count("world_model_malformed_fallback", 1)
-			tu.Malformed = int32(r.cfg.WMRetries + 1)
 		case err != nil:
 			return err
 		default:
