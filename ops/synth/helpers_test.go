@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -197,7 +199,7 @@ func newTestRunner(t *testing.T, cfg Config, real, world Backend) *Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRunner(cfg, gen, real, world, nil)
+	r, err := NewRunner(cfg, gen, real, world, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

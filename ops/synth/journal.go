@@ -46,6 +46,9 @@ type journalHeader struct {
 // corrupt before its last line.
 var ErrJournal = errors.New("synthesis journal unusable")
 
+// ErrJournalStale says the journal was written under another configuration.
+var ErrJournalStale = fmt.Errorf("%w: written by a run with another configuration", ErrJournal)
+
 // Journal appends turns as JSON lines, fsynced one by one, so a killed run
 // keeps every completed turn and a restart resumes after it. A torn last
 // line (the kill hit mid-write) is cut off on open.
@@ -73,8 +76,8 @@ func OpenJournal(path, fingerprint string) (*Journal, map[string][]Turn, error) 
 					break // a torn header: start over
 				}
 				if h.Fingerprint != fingerprint {
-					return nil, nil, fmt.Errorf("%w: %s was written by a run with another configuration (fingerprint %s, want %s); use a new output directory or delete it",
-						ErrJournal, path, h.Fingerprint, fingerprint)
+					return nil, nil, fmt.Errorf("%w: %s (fingerprint %s, want %s); use a new output directory or delete it",
+						ErrJournalStale, path, h.Fingerprint, fingerprint)
 				}
 				good += len(l)
 				continue
