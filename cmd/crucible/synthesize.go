@@ -204,7 +204,9 @@ func runSynthesize(ctx context.Context, o SynthesizeOptions) error {
 		return err
 	}
 	var shards []engine.ShardInfo
-	for _, cl := range []interface{ Close() ([]engine.ShardInfo, error) }{w.Pack, w.Records, w.Pairs, w.Corrections, chat} {
+	for _, cl := range []interface {
+		Close() ([]engine.ShardInfo, error)
+	}{w.Pack, w.Records, w.Pairs, w.Corrections, chat} {
 		infos, err := cl.Close()
 		if err != nil {
 			return err

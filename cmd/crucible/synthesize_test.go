@@ -156,3 +156,26 @@ func TestSynthesizeOnTheBundledCorpusMatchesVerifyRTL(t *testing.T) {
 		t.Fatalf("%d pack rows", len(pk))
 	}
 }
+
+// Flags override --config, which overrides the defaults; a bad value is a
+// usage error naming the field.
+func TestSynthesizeFlagLayering(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "synth.yaml")
+	os.WriteFile(cfgPath, []byte("rounds: 6\naudit_fraction: 2\ngenerator: {base_url: \"http://x/v1\", model: from-file}\n"), 0o644)
+	run := func(args ...string) error {
+		cmd := newSynthesizeCmd()
+		cmd.SetArgs(append([]string{"--items", filepath.Join(dir, "missing"), "--out", dir, "--config", cfgPath}, args...))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		return cmd.Execute()
+	}
+	// The file's bad audit_fraction is read; --rounds 0 overrides its 6.
+	if err := run("--rounds", "0"); err == nil || !strings.Contains(err.Error(), "rounds: 0 < 1") || !strings.Contains(err.Error(), "audit_fraction: 2") {
+		t.Fatalf("want both field errors: %v", err)
+	}
+	// A flag fixes the file's value: the run gets as far as reading --items.
+	if err := run("--audit-fraction", "0.5"); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("want an --items error, got %v", err)
+	}
+}

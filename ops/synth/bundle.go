@@ -92,7 +92,7 @@ func Route(it engine.Item) (tag string, guidance []string) {
 		tag = "rtl/combinational"
 		if it.Interface.Clock != "" {
 			tag = "rtl/sequential"
-			guidance = append(guidance, textgen.ClockResetText(it.Interface),
+			guidance = append(guidance, strings.ReplaceAll(textgen.ClockResetText(it.Interface), "\n", " "),
 				"Use non-blocking assignments in clocked blocks and blocking assignments in combinational blocks.")
 			if it.Interface.Reset != "" {
 				guidance = append(guidance, "Check the reset contract: every register takes its reset value, with the specified polarity and timing.")

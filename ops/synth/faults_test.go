@@ -1,12 +1,15 @@
 package synth
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,21 +96,18 @@ func TestSlowAndMalformedGeneratorLeaveTrajectoriesIncomplete(t *testing.T) {
 	items := loadSeeds(t, testSeeds...)
 	good := &scriptedGenerator{t: t, items: items}
 	want := uninterrupted(t, startServer(t, good).URL)
-	var mu sync.Mutex
-	calls := 0
+	var calls atomic.Int64
 	bad := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		calls++
-		n := calls
-		mu.Unlock()
-		if n > 3 { // the first round of every task succeeds, then the server degrades
-			if strings.Contains(r.URL.Path, "chat") && n%2 == 0 {
-				time.Sleep(300 * time.Millisecond)
-			}
-			w.Write([]byte(`{"choices": [`))
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !bytes.Contains(body, []byte(`"role":"assistant"`)) { // round 1 of every task succeeds, then the server degrades
+			good.ServeHTTP(w, r)
 			return
 		}
-		good.ServeHTTP(w, r)
+		if calls.Add(1)%2 == 0 {
+			time.Sleep(300 * time.Millisecond) // past the timeout
+		}
+		w.Write([]byte(`{"choices": [`))
 	}))
 	cfg := testConfig(bad.URL)
 	cfg.Generator.Timeout, cfg.Generator.Retries = 100*time.Millisecond, 1

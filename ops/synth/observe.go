@@ -23,18 +23,18 @@ const (
 	OutcomeNumericMismatch    = "NUMERIC_MISMATCH"    // kernel
 	OutcomeNoVerdict          = "NO_VERDICT"
 	OutcomeExploit            = "EXPLOIT_DETECTED"
-	OutcomePerformanceMiss    = "PERFORMANCE_MISS" // kernel
+	OutcomePerformanceMiss    = "PERFORMANCE_MISS"
 	OutcomeInfra              = "INFRA_ERROR"
 )
 
 // Vocabulary lists the candidate-facing outcomes of a domain.
 func Vocabulary(domain string) []string {
 	common := []string{OutcomePass, OutcomeNoCode, OutcomeStaticRejected, OutcomeCompilationError, OutcomeElaborationError,
-		OutcomeRuntimeError, OutcomeTimeout, OutcomeMemoryFault}
+		OutcomeRuntimeError, OutcomeTimeout, OutcomeMemoryFault, OutcomeNoVerdict, OutcomeExploit, OutcomePerformanceMiss}
 	if domain == engine.DomainKernel {
-		return append(common, OutcomeNumericMismatch, OutcomeNoVerdict, OutcomeExploit, OutcomePerformanceMiss)
+		return append(common, OutcomeNumericMismatch)
 	}
-	return append(common, OutcomeSimulationMismatch, OutcomeNoVerdict, OutcomeExploit)
+	return append(common, OutcomeSimulationMismatch)
 }
 
 // InVocabulary reports whether label is a candidate-facing outcome of domain.
@@ -135,49 +135,43 @@ func ObservationFromEvidence(domain string, ev engine.Evidence, maxDiag int) Obs
 // Diagnostic keeps the most informative part of a failure within max
 // bytes: the cause (first error, mismatch summary), then the log lines that
 // name errors or mismatches, then the rest of the log in order, truncated.
+// Lines already said are not repeated, and the harness's verdict line
+// (CRUCIBLE-<secret> ...) is the verifier's, not the candidate's output.
 func Diagnostic(ev engine.Evidence, max int) string {
 	var b strings.Builder
-	add := func(s string) bool {
-		if s == "" {
-			return true
+	said := ""
+	full := false
+	add := func(s string) {
+		s = strings.TrimRight(s, " \r")
+		t := strings.ToLower(strings.TrimSpace(s))
+		if full || t == "" || strings.Contains(said, t) || strings.HasPrefix(t, "crucible-") {
+			return
 		}
 		if b.Len()+len(s)+1 > max {
-			room := max - b.Len() - len(" [truncated]") - 1
-			if room > 0 {
+			if room := max - b.Len() - len(" [truncated]") - 1; room > 0 {
 				b.WriteString(s[:room] + " [truncated]\n")
 			}
-			return false
+			full = true
+			return
 		}
 		b.WriteString(s + "\n")
-		return true
+		said += t + "\n"
 	}
-	if m, ok := ev.Measurement("mismatches"); ok && ev.FailureStage == engine.StageMismatch {
+	cause := strings.TrimSpace(ev.Cause)
+	if m, ok := ev.Measurement("mismatches"); ok && ev.FailureStage == engine.StageMismatch && !strings.Contains(strings.ToLower(cause), "mismatch") {
 		s, _ := ev.Measurement("samples")
-		if !add(fmt.Sprintf("Mismatches: %d in %d samples", m.Int, s.Int)) {
-			return strings.TrimRight(b.String(), "\n")
-		}
+		add(fmt.Sprintf("Mismatches: %d in %d samples", m.Int, s.Int))
 	}
-	if !add(strings.TrimSpace(ev.Cause)) {
-		return strings.TrimRight(b.String(), "\n")
-	}
+	add(cause)
 	lines := strings.Split(strings.TrimSpace(ev.LogExcerpt), "\n")
-	used := make([]bool, len(lines))
-	for i, l := range lines {
+	for _, l := range lines {
 		low := strings.ToLower(l)
 		if strings.Contains(low, "error") || strings.Contains(low, "mismatch") || strings.Contains(low, "syntax") {
-			used[i] = true
-			if strings.TrimSpace(l) == strings.TrimSpace(ev.Cause) {
-				continue
-			}
-			if !add(strings.TrimRight(l, " \r")) {
-				return strings.TrimRight(b.String(), "\n")
-			}
+			add(l)
 		}
 	}
-	for i, l := range lines {
-		if !used[i] && strings.TrimSpace(l) != "" && !add(strings.TrimRight(l, " \r")) {
-			break
-		}
+	for _, l := range lines {
+		add(l)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
