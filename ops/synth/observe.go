@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/crucible-data/crucible/engine"
@@ -132,6 +133,10 @@ func ObservationFromEvidence(domain string, ev engine.Evidence, maxDiag int) Obs
 	return o
 }
 
+// tempPathRE matches an absolute path's directories: job directories are
+// random per run, so diagnostics keep only the file name (cand.c:4:28).
+var tempPathRE = regexp.MustCompile(`(?:/[^\s/:'"‘’]+)+/([^\s/:'"‘’]+)`)
+
 // Diagnostic keeps the most informative part of a failure within max
 // bytes: the cause (first error, mismatch summary), then the log lines that
 // name errors or mismatches, then the rest of the log in order, truncated.
@@ -142,7 +147,7 @@ func Diagnostic(ev engine.Evidence, max int) string {
 	said := ""
 	full := false
 	add := func(s string) {
-		s = strings.TrimRight(s, " \r")
+		s = tempPathRE.ReplaceAllString(strings.TrimRight(s, " \r"), "$1")
 		t := strings.ToLower(strings.TrimSpace(s))
 		if full || t == "" || strings.Contains(said, t) || strings.HasPrefix(t, "crucible-") {
 			return

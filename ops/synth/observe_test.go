@@ -63,6 +63,10 @@ func TestDiagnosticKeepsTheMostInformativePart(t *testing.T) {
 		strings.Contains(d, "CRUCIBLE-") || !strings.HasSuffix(d, "[truncated]") {
 		t.Fatalf("diagnostic (%d bytes):\n%s", len(d), d)
 	}
+	ev = engine.Evidence{Status: engine.StatusFail, FailureStage: engine.StageCompile, Cause: "C compilation failed: /tmp/job-123/cand-9/cand.c:4:28: error: expected ';'"}
+	if d := Diagnostic(ev, 300); d != "C compilation failed: cand.c:4:28: error: expected ';'" {
+		t.Fatalf("random job paths must not reach the diagnostic: %q", d)
+	}
 	ev = engine.Evidence{Status: engine.StatusFail, FailureStage: engine.StageMismatch, Cause: "wrong outputs",
 		Measurements: []engine.Measurement{engine.IntM("mismatches", 3), engine.IntM("samples", 10)}}
 	o := ObservationFromEvidence("rtl", ev, 500)

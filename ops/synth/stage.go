@@ -71,9 +71,7 @@ func Setup(sc StageConfig, items []engine.Item, sink textgen.LogSink, log *slog.
 		if err != nil {
 			return nil, "", nil, err
 		}
-		real.Verifiers[engine.DomainKernel] = func(ctx context.Context, it engine.Item, c engine.Candidate) (engine.Evidence, error) {
-			return kv.Verify(ctx, map[string]engine.Item{it.ItemID: it}, c), ctx.Err()
-		}
+		real.Verifiers[engine.DomainKernel] = KernelVerifyFunc(kv)
 		close = kv.Close
 		toolchain += "+kernel/auto"
 	}
@@ -83,6 +81,13 @@ func Setup(sc StageConfig, items []engine.Item, sink textgen.LogSink, log *slog.
 		return nil, "", nil, err
 	}
 	return r, toolchain, close, nil
+}
+
+// KernelVerifyFunc adapts the kernel verifier to VerifyFunc.
+func KernelVerifyFunc(kv *kernels.Verifier) VerifyFunc {
+	return func(ctx context.Context, it engine.Item, c engine.Candidate) (engine.Evidence, error) {
+		return kv.Verify(ctx, map[string]engine.Item{it.ItemID: it}, c), ctx.Err()
+	}
 }
 
 // Writers receive a run's rows.
