@@ -223,12 +223,16 @@ func runSynthesize(ctx context.Context, o SynthesizeOptions) error {
 	if err := synth.WriteSummary(o.Out, res.Summary); err != nil {
 		return err
 	}
+	plots, err := synth.WritePlots(o.Out, res.Summary, res.Trajectories)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(o.Stdout, "synthesized %d trajectories from %d items (%d rejected at ingest); %d pack rows, %d world-model pairs, %d corrections\n\n",
 		len(res.Trajectories), len(items), rejected, len(res.Pack), len(res.Pairs), len(res.Corrections))
 	res.Summary.Print(o.Stdout)
 	if n := counts["generator_failed"] + counts["world_model_failed"]; n > 0 {
 		fmt.Fprintf(o.Stdout, "\n%d trajectories incomplete (endpoint failures): re-run the same command to resume them\n", n)
 	}
-	fmt.Fprintf(o.Stdout, "\noutputs: %s\n", filepath.Clean(o.Out))
+	fmt.Fprintf(o.Stdout, "\noutputs: %s (plots: %d PNG files)\n", filepath.Clean(o.Out), len(plots))
 	return nil
 }

@@ -111,6 +111,11 @@ func TestSynthesizeOnTheBundledCorpusMatchesVerifyRTL(t *testing.T) {
 	if !strings.Contains(out.String(), "world-model fidelity") || !strings.Contains(out.String(), fmt.Sprintf("3:%d", len(items))) {
 		t.Fatalf("summary:\n%s", out.String())
 	}
+	for _, png := range []string{"synth-rounds-to-pass-rtl.png", "synth-thinking-rtl.png"} {
+		if st, err := os.Stat(filepath.Join(outDir, png)); err != nil || st.Size() < 1000 {
+			t.Errorf("plot %s: %v", png, err)
+		}
+	}
 	recs := selReadKind[synth.TrajectoryRecord](t, outDir, synth.KindRecords)
 	if len(recs) != len(items) {
 		t.Fatalf("%d trajectories for %d items", len(recs), len(items))
