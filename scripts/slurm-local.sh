@@ -41,6 +41,12 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 2
 fi
 
+# Test packages run in parallel and may all start the cluster at once; one
+# of them does the work, the others wait and find it running.
+mkdir -p "$(dirname "$DIR")"
+exec 9>"$DIR.lock"
+flock 9
+
 # 1. Packages.
 need=()
 command -v slurmctld >/dev/null 2>&1 || need+=(slurmctld)
