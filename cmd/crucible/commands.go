@@ -15,6 +15,7 @@ func commands() []*cobra.Command {
 		newDedupCmd(),
 		newDecontamCmd(),
 		newSelectCmd(),
+		newSynthesizeCmd(),
 		newComposeCmd(),
 		newPackCmd(),
 		newReportCmd(),

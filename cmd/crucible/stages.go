@@ -17,6 +17,7 @@ import (
 	"github.com/crucible-data/crucible/ops/gates"
 	"github.com/crucible-data/crucible/ops/pack"
 	"github.com/crucible-data/crucible/ops/selection"
+	"github.com/crucible-data/crucible/ops/synth"
 	"github.com/crucible-data/crucible/rtl"
 )
 
@@ -34,6 +35,7 @@ func newRegistry() *engine.Registry {
 	rtl.RegisterStages(reg)
 	evolve.RegisterStages(reg)
 	gates.RegisterStages(reg)
+	synth.RegisterStages(reg)
 	return reg
 }
 
