@@ -46,6 +46,8 @@ fi
 mkdir -p "$(dirname "$DIR")"
 exec 9>"$DIR.lock"
 flock 9
+# The daemons started below must not inherit fd 9, or they would hold the
+# lock for as long as they run (hence the 9>&- on each).
 
 # 1. Packages.
 need=()
@@ -82,7 +84,7 @@ chown munge:munge /run/munge /var/lib/munge /var/log/munge "$DIR/munge"
 chmod 0755 /run/munge
 if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
   log "starting munged as munge"
-  runuser -u munge -- /usr/sbin/munged --pid-file="$DIR/munge/munged.pid" --log-file="$DIR/munge/munged.log"
+  runuser -u munge -- /usr/sbin/munged --pid-file="$DIR/munge/munged.pid" --log-file="$DIR/munge/munged.log" 9>&-
   for _ in $(seq 50); do
     [ -f "$DIR/munge/munged.pid" ] && break
     sleep 0.1
@@ -131,11 +133,11 @@ EOF
 running() { [ -f "$DIR/$1.pid" ] && kill -0 "$(cat "$DIR/$1.pid")" 2>/dev/null; }
 if ! running slurmctld; then
   log "starting slurmctld"
-  slurmctld -f "$CONF" -i
+  slurmctld -f "$CONF" -i 9>&-
 fi
 if ! running slurmd; then
   log "starting slurmd"
-  slurmd -f "$CONF" -N localhost
+  slurmd -f "$CONF" -N localhost 9>&-
 fi
 
 # 5. Wait for the node to be idle (or mixed/allocated when jobs are running).
