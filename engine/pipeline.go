@@ -32,6 +32,9 @@ type PipelineConfig struct {
 	// 512 MiB shards).
 	RowGroupBytes int64 `yaml:"row_group_bytes"`
 	ShardBytes    int64 `yaml:"shard_bytes"`
+	// Executor is read by the cluster executors (shards and resources per
+	// stage); the local runner ignores it.
+	Executor yaml.Node `yaml:"executor"`
 
 	dir string // directory of the config file
 }

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/crucible-data/crucible/engine/partlock"
 )
 
 // RunOptions control one pipeline run.
@@ -120,6 +122,15 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 		Shard: sh.String(), Inputs: refs}
 	mpath := filepath.Join(dir, ManifestName(sh))
 	res := &StageResult{Name: spec.Name, Type: spec.Type, Manifest: mpath}
+
+	// One runner at a time per shard part: two schedulers (or a retry racing
+	// a straggler) must not interleave their clears and commits. The lock
+	// lives outside the stage directory so stage directories hold only data.
+	unlock, err := partlock.Lock(ctx, filepath.Join(work, ".locks", spec.Name), ManifestName(sh))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrIO, err)
+	}
+	defer unlock()
 
 	if !opts.Force {
 		if have, err := ReadManifest(mpath); err == nil && sameFingerprint(have, want) && shardsIntact(dir, have) {
@@ -315,9 +326,11 @@ func clearPart(dir string, sh Shard) error {
 	mname := ManifestName(sh)
 	for _, e := range ents {
 		name := e.Name()
-		mine := name == mname || IsTempName(name) ||
-			(prefix != "" && strings.HasPrefix(name, prefix)) ||
-			(prefix == "" && (strings.HasSuffix(name, ".parquet") || strings.HasPrefix(name, "manifest")))
+		// A sharded part touches only its own files (other parts may be
+		// writing next to it); an unsharded run owns the whole directory.
+		mine := name == mname ||
+			(prefix != "" && (strings.HasPrefix(name, prefix) || strings.HasPrefix(name, "."+prefix) || strings.HasPrefix(name, "."+mname+".tmp-"))) ||
+			(prefix == "" && (IsTempName(name) || strings.HasSuffix(name, ".parquet") || strings.HasPrefix(name, "manifest")))
 		if !mine {
 			continue
 		}

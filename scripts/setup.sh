@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 need=()
-for pair in iverilog:iverilog vvp:iverilog yosys:yosys verilator:verilator gcc:gcc jq:jq prlimit:util-linux; do
+for pair in iverilog:iverilog vvp:iverilog yosys:yosys verilator:verilator gcc:gcc jq:jq prlimit:util-linux slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge; do
   cmd=${pair%%:*} pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
 done

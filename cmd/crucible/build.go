@@ -28,13 +28,14 @@ type BuildOptions struct {
 
 func newBuildCmd() *cobra.Command {
 	var o BuildOptions
+	var ex executorFlags
 	c := &cobra.Command{
 		Use:   "build --config FILE",
 		Short: "Run a pipeline; stages whose manifests match their inputs and config are skipped",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Out, o.Bars = cmd.OutOrStdout(), progressBars()
-			return runBuild(cmd.Context(), o)
+			return runBuildWithExecutor(cmd.Context(), o, ex)
 		},
 	}
 	c.Flags().StringVar(&o.Config, "config", "", "pipeline YAML file (required)")
@@ -42,6 +43,7 @@ func newBuildCmd() *cobra.Command {
 	c.Flags().StringSliceVar(&o.Stages, "stage", nil, "run only these stages (their upstreams must be complete)")
 	c.Flags().BoolVar(&o.Force, "force", false, "redo stages even when their manifests are current")
 	c.Flags().StringVar(&o.WorkDir, "work-dir", "", "override the pipeline's work_dir")
+	addExecutorFlags(c, &ex)
 	_ = c.MarkFlagRequired("config")
 	return c
 }

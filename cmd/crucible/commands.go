@@ -19,6 +19,7 @@ func commands() []*cobra.Command {
 		newComposeCmd(),
 		newPackCmd(),
 		newReportCmd(),
+		newPlanCmd(),
 	}
 }
 

@@ -35,9 +35,8 @@ func TestBuildExecutorSlurm(t *testing.T) {
 	t.Setenv("SLURM_CONF", conf)
 	dir, cfg, _ := writePlanFixture(t)
 	ex := filepath.Join(dir, "executor.yaml")
-	// One task per stage at a time until the runner takes part locks (see
-	// cluster.TestConcurrentPartsRace).
-	os.WriteFile(ex, []byte("shards: 4\npoll: 200ms\nresources: {max_parallel: 1}\n"), 0o644)
+	// Parts of a stage run in parallel: the runner's part locks keep them apart.
+	os.WriteFile(ex, []byte("shards: 4\npoll: 200ms\n"), 0o644)
 	var buf bytes.Buffer
 	err = runBuildWithExecutor(ctx, BuildOptions{Config: cfg, WorkDir: filepath.Join(dir, "slurm"), Out: &buf},
 		executorFlags{Name: "slurm", Config: ex, Binary: crucibleBinary(t)})
