@@ -3,9 +3,7 @@ package decontam
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -117,30 +115,7 @@ type itemRecords struct {
 }
 
 func (s itemRecords) scanItems(ctx context.Context, fn func(it *engine.Item) error) error {
-	for _, p := range s.paths {
-		r, err := engine.OpenParquet[engine.Item](ctx, p, nil)
-		if err != nil {
-			return err
-		}
-		for {
-			rows, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				r.Close()
-				return err
-			}
-			for i := range rows {
-				if err := fn(&rows[i]); err != nil {
-					r.Close()
-					return err
-				}
-			}
-		}
-		r.Close()
-	}
-	return nil
+	return engine.ScanRows(ctx, s.paths, fn)
 }
 
 func (s itemRecords) Scan(ctx context.Context, fn func(dedup.Record) error) error {

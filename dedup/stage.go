@@ -3,9 +3,7 @@ package dedup
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 
@@ -98,30 +96,7 @@ type itemShards struct {
 }
 
 func (s itemShards) scanItems(ctx context.Context, fn func(it *engine.Item) error) error {
-	for _, p := range s.paths {
-		r, err := engine.OpenParquet[engine.Item](ctx, p, nil)
-		if err != nil {
-			return err
-		}
-		for {
-			rows, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				r.Close()
-				return err
-			}
-			for i := range rows {
-				if err := fn(&rows[i]); err != nil {
-					r.Close()
-					return err
-				}
-			}
-		}
-		r.Close()
-	}
-	return nil
+	return engine.ScanRows(ctx, s.paths, fn)
 }
 
 func (s itemShards) Scan(ctx context.Context, fn func(d Doc) error) error {

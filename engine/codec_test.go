@@ -166,3 +166,43 @@ func TestReadWrongColumnTypeIsError(t *testing.T) {
 		t.Fatalf("want ErrSchema naming the column, got %v", err)
 	}
 }
+
+func TestScanRowsStreamsInOrderAndStopsOnError(t *testing.T) {
+	dir := t.TempDir()
+	type row struct {
+		N int64 `arrow:"n"`
+	}
+	var rows []row
+	for i := 0; i < 5000; i++ {
+		rows = append(rows, row{int64(i)})
+	}
+	infos, err := WriteAll(context.Background(), dir, "r", "r", WriterOptions{RowGroupBytes: 4 << 10, ShardBytes: 8 << 10}, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, si := range infos {
+		paths = append(paths, filepath.Join(dir, si.Path))
+	}
+	var next int64
+	if err := ScanRows(context.Background(), paths, func(r *row) error {
+		if r.N != next {
+			t.Fatalf("row %d arrived as %d", next, r.N)
+		}
+		next++
+		return nil
+	}); err != nil || next != 5000 {
+		t.Fatalf("scanned %d rows, err %v", next, err)
+	}
+	stop := errors.New("stop")
+	seen := 0
+	err = ScanRows(context.Background(), paths, func(r *row) error {
+		if seen++; seen == 10 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || seen != 10 {
+		t.Fatalf("want the callback's error after 10 rows, got %v after %d", err, seen)
+	}
+}

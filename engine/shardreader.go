@@ -250,3 +250,40 @@ func ReadAll[T any](paths ...string) ([]T, error) {
 	}
 	return out, nil
 }
+
+// ScanRows streams every row of the Parquet files in paths, in order, to fn
+// (the row is valid only during the call). It stops at the first error from
+// a file or from fn.
+func ScanRows[T any](ctx context.Context, paths []string, fn func(*T) error) error {
+	for _, p := range paths {
+		if err := scanFile(ctx, p, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func scanFile[T any](ctx context.Context, path string, fn func(*T) error) error {
+	r, err := OpenParquet[T](ctx, path, nil)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		rows, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for i := range rows {
+			if err := fn(&rows[i]); err != nil {
+				return err
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}

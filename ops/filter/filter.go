@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/crucible-data/crucible/engine"
 )
@@ -87,40 +86,16 @@ func run(ctx context.Context, sc *engine.StageContext, cfg Config) error {
 	}
 	p := sc.Progress(sc.InputRows("items"))
 	defer p.Done()
-	for _, path := range sc.InputPaths("items") {
-		r, err := engine.OpenParquet[engine.Item](ctx, path, nil)
-		if err != nil {
-			return err
+	var n int64
+	return engine.ScanRows(ctx, sc.InputPaths("items"), func(it *engine.Item) error {
+		if n++; n%1024 == 0 {
+			p.Add(1024)
 		}
-		for {
-			rows, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				r.Close()
-				return err
-			}
-			for i := range rows {
-				if ok, why := cfg.Keep(&rows[i]); ok {
-					err = kept.Write(rows[i])
-					sc.Count("kept", 1)
-				} else {
-					err = rejected.Write(engine.Rejection{ItemID: rows[i].ItemID, Stage: sc.Name, Gate: "filter", Reason: "filtered", Detail: why})
-					sc.Count("filtered", 1)
-				}
-				if err != nil {
-					r.Close()
-					return err
-				}
-			}
-			p.Add(int64(len(rows)))
-			if err := ctx.Err(); err != nil {
-				r.Close()
-				return err
-			}
+		if ok, why := cfg.Keep(it); !ok {
+			sc.Count("filtered", 1)
+			return rejected.Write(engine.Rejection{ItemID: it.ItemID, Stage: sc.Name, Gate: "filter", Reason: "filtered", Detail: why})
 		}
-		r.Close()
-	}
-	return nil
+		sc.Count("kept", 1)
+		return kept.Write(*it)
+	})
 }
