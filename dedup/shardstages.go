@@ -1,0 +1,433 @@
+package dedup
+
+// Cross-shard near-dedup as three pipeline stages, so a corpus split with
+// `--shard i/N` is deduplicated as one corpus:
+//
+//	dedup_sign   (sharded)   items → dedup_signatures: text hash + OPH MinHash per item
+//	dedup_merge  (unsharded) all signatures → dedup_decisions: exact groups, LSH banding,
+//	                         verification, union-find, one survivor per cluster
+//	dedup_filter (sharded)   items + decisions → kept items and rejection rows
+//
+// The merge runs the same Run as the single-process "dedup" stage, fed with
+// the stored signatures in a canonical order (upstream stage, shard file,
+// row), so its decisions — survivors, cluster ids, reasons — equal what
+// "dedup" decides on the same items, however the sign stage was split.
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+// Output kinds of the shard stages.
+const (
+	KindSignatures = "dedup_signatures"
+	KindDecisions  = "dedup_decisions"
+)
+
+// SignatureRow is one item's stored signature (kind "dedup_signatures").
+// Source and Row locate the item in its upstream shard; they are the order
+// key of the merge and the join key of the filter (item ids need not be
+// unique).
+type SignatureRow struct {
+	ItemID        string  `json:"item_id" arrow:"item_id"`
+	LineageID     string  `json:"lineage_id" arrow:"lineage_id"`
+	Tier          int32   `json:"tier" arrow:"tier"`     // survivor priority tier (ItemTier)
+	Source        string  `json:"source" arrow:"source"` // upstream shard, "<stage>/<file>" relative to the work dir
+	Row           int64   `json:"row" arrow:"row"`       // 0-based row in Source
+	TextBytes     int64   `json:"text_bytes" arrow:"text_bytes"`
+	TextHash      string  `json:"text_hash" arrow:"text_hash"`           // FormatTextHash of the normalised text
+	MinhashParams string  `json:"minhash_params" arrow:"minhash_params"` // Config.SignatureParams
+	Minhash       []int64 `json:"minhash" arrow:"minhash"`               // OPH slots (uint64 bits); empty for a document without tokens
+}
+
+// DecisionRow is the merge's verdict on one item (kind "dedup_decisions").
+type DecisionRow struct {
+	ItemID      string `json:"item_id" arrow:"item_id"`
+	Source      string `json:"source" arrow:"source"`
+	Row         int64  `json:"row" arrow:"row"`
+	Kept        bool   `json:"kept" arrow:"kept"`
+	ClusterID   string `json:"cluster_id" arrow:"cluster_id"` // empty for singletons
+	ClusterSize int32  `json:"cluster_size" arrow:"cluster_size"`
+	SurvivorID  string `json:"survivor_id" arrow:"survivor_id"`
+	Reason      string `json:"reason" arrow:"reason"` // exact_duplicate | near_duplicate when not kept
+}
+
+// FilterConfig is the "dedup_filter" stage's `config:` block.
+type FilterConfig struct {
+	// DecisionsFrom names the dedup_merge stage. Its complete output is
+	// read whatever this stage's shard part; list it in `from:` as well so a
+	// changed merge makes this stage stale.
+	DecisionsFrom string `yaml:"decisions_from"`
+}
+
+// Validate reports every bad field.
+func (c FilterConfig) Validate() error {
+	if c.DecisionsFrom == "" {
+		return fmt.Errorf("%w: dedup_filter stage: decisions_from: required (the name of the dedup_merge stage)", ErrConfig)
+	}
+	return nil
+}
+
+// RegisterShardStages adds "dedup_sign", "dedup_merge" and "dedup_filter".
+func RegisterShardStages(reg *engine.Registry) {
+	stageCfg := func(scfg engine.StageConfig) (StageConfig, error) {
+		cfg := DefaultStageConfig()
+		if err := scfg.Decode(&cfg); err != nil {
+			return cfg, err
+		}
+		return cfg, cfg.Validate()
+	}
+	reg.Register("dedup_sign", func(scfg engine.StageConfig) (engine.Stage, error) {
+		cfg, err := stageCfg(scfg)
+		if err != nil {
+			return nil, err
+		}
+		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runSign(ctx, sc, cfg) }), nil
+	}, "cross-shard dedup, step 1 (run sharded): text hash and MinHash signature per item (dedup_signatures)")
+	reg.Register("dedup_merge", func(scfg engine.StageConfig) (engine.Stage, error) {
+		cfg, err := stageCfg(scfg)
+		if err != nil {
+			return nil, err
+		}
+		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runMerge(ctx, sc, cfg) }), nil
+	}, "cross-shard dedup, step 2 (run unsharded): LSH over all signatures, verification, clusters and survivors (dedup_decisions)")
+	reg.Register("dedup_filter", func(scfg engine.StageConfig) (engine.Stage, error) {
+		var cfg FilterConfig
+		if err := scfg.Decode(&cfg); err != nil {
+			return nil, err
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runFilter(ctx, sc, cfg) }), nil
+	}, "cross-shard dedup, step 3 (run sharded): keep items the merge kept; duplicates become rejection rows with cluster and survivor ids")
+}
+
+// workDir is the pipeline work directory (a stage's Dir is <work>/<stage>).
+func workDir(sc *engine.StageContext) string { return filepath.Dir(sc.Dir) }
+
+// sourceKey names an input shard relative to the work dir, the same way in
+// every stage and on every machine sharing the work dir.
+func sourceKey(work string, in engine.InputShard) string {
+	rel, err := filepath.Rel(filepath.Join(work, in.Stage), in.Path)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		rel = filepath.Base(in.Path)
+	}
+	return filepath.ToSlash(filepath.Join(in.Stage, rel))
+}
+
+// runSign signs this part's items in batches: items are decoded serially,
+// each batch is signed by cfg.Workers goroutines, rows are written in input
+// order.
+func runSign(ctx context.Context, sc *engine.StageContext, cfg StageConfig) error {
+	bands, err := ChooseBands(cfg.NumPerm, cfg.Threshold, cfg.FPWeight, cfg.FNWeight)
+	if err != nil {
+		return err
+	}
+	out, err := engine.StageWriter[SignatureRow](sc, KindSignatures)
+	if err != nil {
+		return err
+	}
+	params := cfg.SignatureParams()
+	signer := Signer{K: cfg.NumPerm, Seed: cfg.Seed}
+	workers := make([]worker, cfg.Workers)
+	docs := make([]Doc, 0, cfg.BatchDocs)
+	rows := make([]SignatureRow, 0, cfg.BatchDocs)
+	outs := make([]signed, cfg.BatchDocs)
+	for i := range outs {
+		outs[i].sig = make([]uint64, cfg.NumPerm)
+		outs[i].keys = make([]uint64, 0, bands.B)
+	}
+	flush := func() error {
+		g, _ := errgroup.WithContext(ctx)
+		chunk := (len(docs) + len(workers) - 1) / len(workers)
+		for w := range workers {
+			lo, hi := w*chunk, min((w+1)*chunk, len(docs))
+			if lo >= hi {
+				break
+			}
+			g.Go(func() error {
+				for i := lo; i < hi; i++ {
+					workers[w].sign(&cfg.Config, bands, signer, &docs[i], params, &outs[i])
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		for i := range rows {
+			rows[i].TextHash = FormatTextHash([2]uint64{outs[i].exLo, outs[i].exHi})
+			rows[i].MinhashParams = params
+			if outs[i].sig != nil {
+				rows[i].Minhash = make([]int64, len(outs[i].sig))
+				for k, v := range outs[i].sig {
+					rows[i].Minhash[k] = int64(v)
+				}
+			} else {
+				sc.Count("empty_docs", 1)
+			}
+		}
+		sc.Count("signed", int64(len(rows)))
+		err := out.Write(rows...)
+		docs, rows = docs[:0], rows[:0]
+		return err
+	}
+	work := workDir(sc)
+	for _, in := range sc.Inputs("items") {
+		key := sourceKey(work, in)
+		var row int64
+		err := engine.ScanRows(ctx, []string{in.Path}, func(it *engine.Item) error {
+			text := ItemText(it, cfg.fieldsFor(it.Domain))
+			docs = append(docs, Doc{ID: it.ItemID, Text: text, Tier: ItemTier(it)})
+			rows = append(rows, SignatureRow{ItemID: it.ItemID, LineageID: it.LineageID, Tier: int32(ItemTier(it)),
+				Source: key, Row: row, TextBytes: int64(len(text))})
+			row++
+			if len(docs) == cfg.BatchDocs {
+				return flush()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if len(docs) > 0 {
+		return flush()
+	}
+	return nil
+}
+
+// signatureSource is a Source over stored signatures in canonical order.
+// Its Fetch reads candidate items back from their upstream shards, so exact
+// verification gives the same answer as the single-process stage.
+type signatureSource struct {
+	rows   []SignatureRow
+	work   string
+	fields func(domain string) []string
+}
+
+// Scan implements Source.
+func (s *signatureSource) Scan(ctx context.Context, fn func(d Doc) error) error {
+	for i := range s.rows {
+		r := &s.rows[i]
+		if i%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		sg := &Signature{Params: r.MinhashParams}
+		sg.TextHash, _ = ParseTextHash(r.TextHash) // checked by checkRows
+		if len(r.Minhash) > 0 {
+			sg.Values = make([]uint64, len(r.Minhash))
+			for k, v := range r.Minhash {
+				sg.Values[k] = uint64(v)
+			}
+		}
+		if err := fn(Doc{ID: r.ItemID, Tier: uint8(r.Tier), Signature: sg}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Fetch implements Fetcher: it reads each upstream shard holding a wanted
+// row once, decoding only those shards.
+func (s *signatureSource) Fetch(ctx context.Context, idx []int32, fn func(i int32, d Doc) error) error {
+	bySource := map[string]map[int64]int32{}
+	var order []string
+	for _, i := range idx {
+		if int(i) >= len(s.rows) {
+			return fmt.Errorf("%w: fetch %d of %d signatures", ErrInput, i, len(s.rows))
+		}
+		r := &s.rows[i]
+		m, ok := bySource[r.Source]
+		if !ok {
+			m = map[int64]int32{}
+			bySource[r.Source] = m
+			order = append(order, r.Source)
+		}
+		m[r.Row] = i
+	}
+	slices.Sort(order)
+	for _, src := range order {
+		want := bySource[src]
+		path := filepath.Join(s.work, filepath.FromSlash(src))
+		var row int64
+		found := 0
+		err := engine.ScanRows(ctx, []string{path}, func(it *engine.Item) error {
+			i, ok := want[row]
+			row++
+			if !ok {
+				return nil
+			}
+			found++
+			if it.ItemID != s.rows[i].ItemID {
+				return fmt.Errorf("%w: %s row %d is item %q, its signature says %q: items changed after dedup_sign; re-run it",
+					ErrInput, src, row-1, it.ItemID, s.rows[i].ItemID)
+			}
+			return fn(i, Doc{ID: it.ItemID, Text: ItemText(it, s.fields(it.Domain)), Tier: uint8(s.rows[i].Tier)})
+		})
+		if err != nil {
+			return fmt.Errorf("dedup_merge: read back %s: %w", src, err)
+		}
+		if found != len(want) {
+			return fmt.Errorf("%w: %s has %d rows, signatures reference rows beyond it: items changed after dedup_sign", ErrInput, src, row)
+		}
+	}
+	return nil
+}
+
+// checkRows rejects signatures made with other parameters (a mismatched
+// sign config would silently compare apples with pears) and malformed rows.
+func checkRows(rows []SignatureRow, params string, numPerm int) error {
+	for i := range rows {
+		r := &rows[i]
+		where := fmt.Sprintf("signature of item %q (%s row %d)", r.ItemID, r.Source, r.Row)
+		if r.MinhashParams != params {
+			return fmt.Errorf("%w: %s: made with %q, this merge uses %q: give dedup_sign and dedup_merge the same config", ErrConfig, where, r.MinhashParams, params)
+		}
+		if _, ok := ParseTextHash(r.TextHash); !ok {
+			return fmt.Errorf("%w: %s: field text_hash %q is not 32 hex digits", ErrInput, where, r.TextHash)
+		}
+		if len(r.Minhash) != 0 && len(r.Minhash) != numPerm {
+			return fmt.Errorf("%w: %s: field minhash has %d slots, want %d", ErrInput, where, len(r.Minhash), numPerm)
+		}
+		if r.Source == "" || r.Row < 0 {
+			return fmt.Errorf("%w: %s: missing source/row", ErrInput, where)
+		}
+	}
+	return nil
+}
+
+// runMerge loads every part's signatures, orders them canonically and runs
+// the dedup core on them. It holds the signature rows in memory (~8·num_perm
+// bytes per item plus ids); the LSH index itself is the configured backend.
+func runMerge(ctx context.Context, sc *engine.StageContext, cfg StageConfig) error {
+	rows, err := engine.ReadInputs[SignatureRow](sc, KindSignatures)
+	if err != nil {
+		return err
+	}
+	// Canonical order = the order the single-process stage reads the same
+	// upstream items in (stage, shard file, row), whatever the sign split.
+	slices.SortStableFunc(rows, func(a, b SignatureRow) int {
+		if c := strings.Compare(a.Source, b.Source); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Row, b.Row)
+	})
+	for i := 1; i < len(rows); i++ {
+		if rows[i].Source == rows[i-1].Source && rows[i].Row == rows[i-1].Row {
+			return fmt.Errorf("%w: %s row %d signed twice: a sign part ran over another part's items (shard split changed?)", ErrInput, rows[i].Source, rows[i].Row)
+		}
+	}
+	if err := checkRows(rows, cfg.SignatureParams(), cfg.NumPerm); err != nil {
+		return err
+	}
+	log := sc.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	src := &signatureSource{rows: rows, work: workDir(sc), fields: cfg.fieldsFor}
+	res, err := Run(ctx, src, cfg.Config, log)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	out, err := engine.StageWriter[DecisionRow](sc, KindDecisions)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		d := res.Decision(i)
+		if d.Kept {
+			sc.Count("kept", 1)
+		} else {
+			sc.Count("rejected."+d.Reason, 1)
+		}
+		err := out.Write(DecisionRow{ItemID: rows[i].ItemID, Source: rows[i].Source, Row: rows[i].Row, Kept: d.Kept,
+			ClusterID: d.ClusterID, ClusterSize: int32(d.ClusterSize), SurvivorID: d.SurvivorID, Reason: d.Reason})
+		if err != nil {
+			return err
+		}
+	}
+	st := res.Stats
+	sc.Count("clusters", st.Clusters)
+	sc.Count("candidate_pairs", st.CandidatePairs)
+	sc.Count("verified_pairs", st.VerifiedPairs)
+	log.Info("dedup merge", "banding", st.Bands.String(), "docs", st.Docs, "removed", st.Removed)
+	return nil
+}
+
+// runFilter applies the merge's decisions to this part's items. Only the
+// decisions of this part's upstream shards are kept in memory.
+func runFilter(ctx context.Context, sc *engine.StageContext, cfg FilterConfig) error {
+	work := workDir(sc)
+	outDir := filepath.Join(work, cfg.DecisionsFrom)
+	dec, err := engine.LoadStageOutput(outDir)
+	if err != nil {
+		return fmt.Errorf("decisions_from %s: %w", cfg.DecisionsFrom, err)
+	}
+	inputs := sc.Inputs("items")
+	mine := map[string]map[int64]DecisionRow{}
+	for _, in := range inputs {
+		mine[sourceKey(work, in)] = map[int64]DecisionRow{}
+	}
+	err = engine.ScanRows(ctx, dec.Shards(KindDecisions), func(d *DecisionRow) error {
+		if m, ok := mine[d.Source]; ok {
+			m[d.Row] = *d
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("decisions_from %s: %w", cfg.DecisionsFrom, err)
+	}
+	kept, err := engine.StageWriter[engine.Item](sc, "items")
+	if err != nil {
+		return err
+	}
+	rejected, err := engine.StageWriter[engine.Rejection](sc, "rejections")
+	if err != nil {
+		return err
+	}
+	for _, in := range inputs {
+		key := sourceKey(work, in)
+		m := mine[key]
+		var row int64
+		err := engine.ScanRows(ctx, []string{in.Path}, func(it *engine.Item) error {
+			d, ok := m[row]
+			row++
+			if !ok {
+				return fmt.Errorf("%w: %s row %d (item %q): no decision in %s: run dedup_sign and dedup_merge over the same items first",
+					ErrInput, key, row-1, it.ItemID, cfg.DecisionsFrom)
+			}
+			if d.ItemID != it.ItemID {
+				return fmt.Errorf("%w: %s row %d is item %q, the decision is for %q: items changed after dedup_merge",
+					ErrInput, key, row-1, it.ItemID, d.ItemID)
+			}
+			if d.Kept {
+				sc.Count("kept", 1)
+				return kept.Write(*it)
+			}
+			sc.Count("rejected."+d.Reason, 1)
+			detail, _ := json.Marshal(RejectionDetail{ClusterID: d.ClusterID, SurvivorID: d.SurvivorID,
+				ClusterSize: int(d.ClusterSize), LineageID: it.LineageID, ParentID: it.ParentID})
+			return rejected.Write(engine.Rejection{ItemID: it.ItemID, Stage: sc.Name, Gate: "dedup", Reason: d.Reason, Detail: string(detail)})
+		})
+		if err != nil {
+			return err
+		}
+		if int64(len(m)) != row {
+			return fmt.Errorf("%w: %s: %d decisions for %d rows: items changed after dedup_merge", ErrInput, key, len(m), row)
+		}
+	}
+	return nil
+}
