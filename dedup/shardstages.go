@@ -12,15 +12,15 @@ package dedup
 // the stored signatures in a canonical order (upstream stage, shard file,
 // row), so its decisions — survivors, cluster ids, reasons — equal what
 // "dedup" decides on the same items, however the sign stage was split.
+// Memory: the merge streams signatures into Run's index (disk-backed by
+// default) and keeps ~40 bytes plus the id per item; only when dedup_sign
+// was split unlike its upstream does it sort all signature rows in RAM.
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -205,165 +205,6 @@ func runSign(ctx context.Context, sc *engine.StageContext, cfg StageConfig) erro
 	if len(docs) > 0 {
 		return flush()
 	}
-	return nil
-}
-
-// signatureSource is a Source over stored signatures in canonical order.
-// Its Fetch reads candidate items back from their upstream shards, so exact
-// verification gives the same answer as the single-process stage.
-type signatureSource struct {
-	rows   []SignatureRow
-	work   string
-	fields func(domain string) []string
-}
-
-// Scan implements Source.
-func (s *signatureSource) Scan(ctx context.Context, fn func(d Doc) error) error {
-	for i := range s.rows {
-		r := &s.rows[i]
-		if i%4096 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		sg := &Signature{Params: r.MinhashParams}
-		sg.TextHash, _ = ParseTextHash(r.TextHash) // checked by checkRows
-		if len(r.Minhash) > 0 {
-			sg.Values = make([]uint64, len(r.Minhash))
-			for k, v := range r.Minhash {
-				sg.Values[k] = uint64(v)
-			}
-		}
-		if err := fn(Doc{ID: r.ItemID, Tier: uint8(r.Tier), Signature: sg}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Fetch implements Fetcher: it reads each upstream shard holding a wanted
-// row once, decoding only those shards.
-func (s *signatureSource) Fetch(ctx context.Context, idx []int32, fn func(i int32, d Doc) error) error {
-	bySource := map[string]map[int64]int32{}
-	var order []string
-	for _, i := range idx {
-		if int(i) >= len(s.rows) {
-			return fmt.Errorf("%w: fetch %d of %d signatures", ErrInput, i, len(s.rows))
-		}
-		r := &s.rows[i]
-		m, ok := bySource[r.Source]
-		if !ok {
-			m = map[int64]int32{}
-			bySource[r.Source] = m
-			order = append(order, r.Source)
-		}
-		m[r.Row] = i
-	}
-	slices.Sort(order)
-	for _, src := range order {
-		want := bySource[src]
-		path := filepath.Join(s.work, filepath.FromSlash(src))
-		var row int64
-		found := 0
-		err := engine.ScanRows(ctx, []string{path}, func(it *engine.Item) error {
-			i, ok := want[row]
-			row++
-			if !ok {
-				return nil
-			}
-			found++
-			if it.ItemID != s.rows[i].ItemID {
-				return fmt.Errorf("%w: %s row %d is item %q, its signature says %q: items changed after dedup_sign; re-run it",
-					ErrInput, src, row-1, it.ItemID, s.rows[i].ItemID)
-			}
-			return fn(i, Doc{ID: it.ItemID, Text: ItemText(it, s.fields(it.Domain)), Tier: uint8(s.rows[i].Tier)})
-		})
-		if err != nil {
-			return fmt.Errorf("dedup_merge: read back %s: %w", src, err)
-		}
-		if found != len(want) {
-			return fmt.Errorf("%w: %s has %d rows, signatures reference rows beyond it: items changed after dedup_sign", ErrInput, src, row)
-		}
-	}
-	return nil
-}
-
-// checkRows rejects signatures made with other parameters (a mismatched
-// sign config would silently compare apples with pears) and malformed rows.
-func checkRows(rows []SignatureRow, params string, numPerm int) error {
-	for i := range rows {
-		r := &rows[i]
-		where := fmt.Sprintf("signature of item %q (%s row %d)", r.ItemID, r.Source, r.Row)
-		if r.MinhashParams != params {
-			return fmt.Errorf("%w: %s: made with %q, this merge uses %q: give dedup_sign and dedup_merge the same config", ErrConfig, where, r.MinhashParams, params)
-		}
-		if _, ok := ParseTextHash(r.TextHash); !ok {
-			return fmt.Errorf("%w: %s: field text_hash %q is not 32 hex digits", ErrInput, where, r.TextHash)
-		}
-		if len(r.Minhash) != 0 && len(r.Minhash) != numPerm {
-			return fmt.Errorf("%w: %s: field minhash has %d slots, want %d", ErrInput, where, len(r.Minhash), numPerm)
-		}
-		if r.Source == "" || r.Row < 0 {
-			return fmt.Errorf("%w: %s: missing source/row", ErrInput, where)
-		}
-	}
-	return nil
-}
-
-// runMerge loads every part's signatures, orders them canonically and runs
-// the dedup core on them. It holds the signature rows in memory (~8·num_perm
-// bytes per item plus ids); the LSH index itself is the configured backend.
-func runMerge(ctx context.Context, sc *engine.StageContext, cfg StageConfig) error {
-	rows, err := engine.ReadInputs[SignatureRow](sc, KindSignatures)
-	if err != nil {
-		return err
-	}
-	// Canonical order = the order the single-process stage reads the same
-	// upstream items in (stage, shard file, row), whatever the sign split.
-	slices.SortStableFunc(rows, func(a, b SignatureRow) int {
-		if c := strings.Compare(a.Source, b.Source); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Row, b.Row)
-	})
-	for i := 1; i < len(rows); i++ {
-		if rows[i].Source == rows[i-1].Source && rows[i].Row == rows[i-1].Row {
-			return fmt.Errorf("%w: %s row %d signed twice: a sign part ran over another part's items (shard split changed?)", ErrInput, rows[i].Source, rows[i].Row)
-		}
-	}
-	if err := checkRows(rows, cfg.SignatureParams(), cfg.NumPerm); err != nil {
-		return err
-	}
-	log := sc.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	src := &signatureSource{rows: rows, work: workDir(sc), fields: cfg.fieldsFor}
-	res, err := Run(ctx, src, cfg.Config, log)
-	if err != nil {
-		return err
-	}
-	defer res.Close()
-	out, err := engine.StageWriter[DecisionRow](sc, KindDecisions)
-	if err != nil {
-		return err
-	}
-	for i := range rows {
-		d := res.Decision(i)
-		if d.Kept {
-			sc.Count("kept", 1)
-		} else {
-			sc.Count("rejected."+d.Reason, 1)
-		}
-		err := out.Write(DecisionRow{ItemID: rows[i].ItemID, Source: rows[i].Source, Row: rows[i].Row, Kept: d.Kept,
-			ClusterID: d.ClusterID, ClusterSize: int32(d.ClusterSize), SurvivorID: d.SurvivorID, Reason: d.Reason})
-		if err != nil {
-			return err
-		}
-	}
-	st := res.Stats
-	sc.Count("clusters", st.Clusters)
-	sc.Count("candidate_pairs", st.CandidatePairs)
-	sc.Count("verified_pairs", st.VerifiedPairs)
-	log.Info("dedup merge", "banding", st.Bands.String(), "docs", st.Docs, "removed", st.Removed)
 	return nil
 }
 

@@ -177,6 +177,16 @@ stages:
 				t.Fatalf("kept %d + rejected %d != 320 items", len(gotKept), len(gotRej))
 			}
 
+			// Signatures in canonical order stream; a sign split unlike the
+			// source needs the in-memory sort.
+			mm, err := engine.ReadManifest(filepath.Join(work, "merge", "manifest.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wantSorted := map[bool]int64{true: 0, false: 320}[tc.signParts == 4]; mm.Counts["sorted_in_memory"] != wantSorted {
+				t.Fatalf("merge sorted %d rows in memory, want %d", mm.Counts["sorted_in_memory"], wantSorted)
+			}
+
 			// The feature's point: duplicates of an original in another part.
 			reasons := map[string]int{}
 			cross := 0
