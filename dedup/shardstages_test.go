@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crucible-data/crucible/engine"
 )
@@ -41,13 +42,12 @@ func shardTestRegistry() *engine.Registry {
 // duplicates round-robin over 8 JSONL files, so most duplicates land in a
 // different shard part than their original. It returns item id → part
 // (for 4 source parts).
-func writeShardCorpus(t *testing.T, dir string) map[string]int {
+func writeShardCorpus(t testing.TB, dir string, sc SynthConfig) map[string]int {
 	t.Helper()
-	syn := NewSynth(SynthConfig{N: 320, DocWords: 120, Vocab: 3000, DupFrac: 0.3, EditsMin: 1, EditsMax: 3,
-		ExactFrac: 0.3, Seed: 7})
+	syn := NewSynth(sc)
 	part := map[string]int{}
 	files := make([][]byte, 8)
-	for i := range 320 {
+	for i := range sc.N {
 		it := engine.Item{ItemID: syn.ID(i), LineageID: fmt.Sprintf("lin-%d", i), Domain: engine.DomainRTL,
 			Reference: syn.Text(i), ReferenceStatus: engine.RefUnverified}
 		if i%5 == 0 {
@@ -107,6 +107,73 @@ func itemIDs(items []engine.Item) []string {
 	return out
 }
 
+// shardPipeline writes and loads the test pipeline over dir/in with the
+// dedup config dd shared by sign, merge and the single-process oracle.
+func shardPipeline(t testing.TB, dir, dd string) (*engine.PipelineConfig, *engine.Runner) {
+	t.Helper()
+	yaml := fmt.Sprintf(`name: shard-dedup
+work_dir: work
+stages:
+  - {name: src, type: test_items, inputs: [in]}
+  - {name: sign, type: dedup_sign, from: [src], config: %[1]s}
+  - {name: merge, type: dedup_merge, from: [sign], config: %[1]s}
+  - {name: filter, type: dedup_filter, from: [src, merge], config: {decisions_from: merge}}
+  - {name: single, type: dedup, from: [src], config: %[1]s}
+  - {name: merge-bad, type: dedup_merge, from: [sign], config: {fields: [reference], num_perm: 64}}
+  - {name: filter-nodec, type: dedup_filter, from: [src], config: {decisions_from: never-ran}}
+`, dd)
+	path := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := shardTestRegistry()
+	cfg, err := engine.LoadPipeline(path, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, &engine.Runner{Registry: reg}
+}
+
+// runParts runs one stage as parts shard parts, one after another (forced,
+// so a benchmark loop redoes the work).
+func runParts(t testing.TB, r *engine.Runner, cfg *engine.PipelineConfig, stage string, parts int) {
+	t.Helper()
+	for i := range parts {
+		_, err := r.Run(context.Background(), cfg, engine.RunOptions{Shard: engine.Shard{Index: i, Count: parts},
+			Only: []string{stage}, Force: true, Log: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatalf("%s part %d/%d: %v", stage, i, parts, err)
+		}
+	}
+}
+
+// BenchmarkShardStages times the issue's workload (2 KB documents, 10%
+// planted near-duplicates) through sign (4 parts, run one after another),
+// merge and filter (4 parts), against the single-process dedup stage on the
+// same items. docs/s are per stage, over all parts.
+func BenchmarkShardStages(b *testing.B) {
+	const n = 20000
+	dir := b.TempDir()
+	writeShardCorpus(b, dir, DefaultSynthConfig(n))
+	cfg, r := shardPipeline(b, dir, fmt.Sprintf("{fields: [reference], workers: 1, temp_dir: %q}", dir))
+	runParts(b, r, cfg, "src", 4)
+	times := map[string]time.Duration{}
+	b.ResetTimer()
+	for range b.N {
+		for _, st := range []struct {
+			name  string
+			parts int
+		}{{"sign", 4}, {"merge", 1}, {"filter", 4}, {"single", 1}} {
+			t0 := time.Now()
+			runParts(b, r, cfg, st.name, st.parts)
+			times[st.name] += time.Since(t0)
+		}
+	}
+	for name, d := range times {
+		b.ReportMetric(float64(n*b.N)/d.Seconds(), name+"-docs/s")
+	}
+}
+
 // TestShardStagesMatchSingleProcess runs sign and filter as separate shard
 // parts and merge unsharded, and checks the kept items and every rejection
 // (reason, cluster id, survivor, lineage) against the single-process dedup
@@ -122,38 +189,14 @@ func TestShardStagesMatchSingleProcess(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s/sign%d/filter%d", tc.verify, tc.signParts, tc.filterPart), func(t *testing.T) {
 			dir := t.TempDir()
-			part := writeShardCorpus(t, dir)
-			dd := fmt.Sprintf("{fields: [reference], verify: %s, workers: 2, batch_docs: 16, temp_dir: %q}", tc.verify, dir)
-			yaml := fmt.Sprintf(`name: shard-dedup
-work_dir: work
-stages:
-  - {name: src, type: test_items, inputs: [in]}
-  - {name: sign, type: dedup_sign, from: [src], config: %[1]s}
-  - {name: merge, type: dedup_merge, from: [sign], config: %[1]s}
-  - {name: filter, type: dedup_filter, from: [src, merge], config: {decisions_from: merge}}
-  - {name: single, type: dedup, from: [src], config: %[1]s}
-  - {name: merge-bad, type: dedup_merge, from: [sign], config: {fields: [reference], num_perm: 64}}
-  - {name: filter-nodec, type: dedup_filter, from: [src], config: {decisions_from: never-ran}}
-`, dd)
-			path := filepath.Join(dir, "pipeline.yaml")
-			if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			reg := shardTestRegistry()
-			cfg, err := engine.LoadPipeline(path, reg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := &engine.Runner{Registry: reg}
+			part := writeShardCorpus(t, dir, SynthConfig{N: 320, DocWords: 120, Vocab: 3000, DupFrac: 0.3, EditsMin: 1, EditsMax: 3,
+				ExactFrac: 0.3, Seed: 7})
+			cfg, r := shardPipeline(t, dir, fmt.Sprintf("{fields: [reference], verify: %s, workers: 2, batch_docs: 16, temp_dir: %q}", tc.verify, dir))
 			quiet := slog.New(slog.DiscardHandler)
 			ctx := context.Background()
 			run := func(stage string, parts int) {
 				t.Helper()
-				for i := range parts {
-					if _, err := r.Run(ctx, cfg, engine.RunOptions{Shard: engine.Shard{Index: i, Count: parts}, Only: []string{stage}, Log: quiet}); err != nil {
-						t.Fatalf("%s part %d/%d: %v", stage, i, parts, err)
-					}
-				}
+				runParts(t, r, cfg, stage, parts)
 			}
 			run("src", 4)
 			run("sign", tc.signParts)
