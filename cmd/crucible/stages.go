@@ -27,6 +27,7 @@ func newRegistry() *engine.Registry {
 	ingest.RegisterStages(reg)
 	filter.RegisterStages(reg)
 	dedup.RegisterStages(reg)
+	dedup.RegisterShardStages(reg)
 	decontam.RegisterStages(reg)
 	selection.RegisterStages(reg, selection.WithVerifier(&lazyVerifier{}))
 	compose.RegisterStages(reg)
