@@ -262,3 +262,22 @@ func TestParseShard(t *testing.T) {
 		}
 	}
 }
+
+// TestStageConfigAliases: a config block may be a YAML alias of another
+// stage's block (`config: *shared`), as users write to keep stages in step.
+func TestStageConfigAliases(t *testing.T) {
+	dir := t.TempDir()
+	reg := testRegistry(map[string]int{})
+	p := writePipeline(t, dir, "3", "")
+	data, _ := os.ReadFile(p)
+	s := strings.Replace(string(data), "config: {count: 3}", "config: &shared {count: 3}", 1)
+	s += "  - name: src2\n    type: source\n    inputs: [in0.txt]\n    config: *shared\n"
+	os.WriteFile(p, []byte(s), 0o644)
+	sum, err := runPipeline(t, p, reg, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sum.Stages[2].Counts["emitted"]; got != 3 {
+		t.Fatalf("aliased config decoded to count=%d, want 3", got)
+	}
+}

@@ -52,7 +52,9 @@ func (c StageConfig) Decode(v any) error {
 	if c.node == nil {
 		return nil
 	}
-	data, err := yaml.Marshal(c.node)
+	// Re-encoding the block on its own loses anchors defined elsewhere in
+	// the file, so aliases (`config: *shared`) are expanded first.
+	data, err := yaml.Marshal(expandAliases(c.node))
 	if err != nil {
 		return err
 	}
@@ -62,6 +64,24 @@ func (c StageConfig) Decode(v any) error {
 		return fmt.Errorf("%w: stage %s config: %v", ErrConfig, c.Name, err)
 	}
 	return nil
+}
+
+// expandAliases returns a copy of n with every alias replaced by a copy of
+// the node it names, and anchors dropped.
+func expandAliases(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return expandAliases(n.Alias)
+	}
+	c := *n
+	c.Anchor = ""
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, ch := range n.Content {
+		c.Content[i] = expandAliases(ch)
+	}
+	return &c
 }
 
 // Path resolves a path from the config relative to the pipeline file.

@@ -32,6 +32,7 @@ func newRegistry() *engine.Registry {
 	selection.RegisterStages(reg, selection.WithVerifier(&lazyVerifier{}))
 	compose.RegisterStages(reg)
 	pack.RegisterStages(reg)
+	pack.RegisterShardStages(reg)
 	kernels.RegisterStages(reg)
 	rtl.RegisterStages(reg)
 	evolve.RegisterStages(reg)
