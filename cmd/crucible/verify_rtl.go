@@ -106,6 +106,18 @@ func runVerifyRTL(ctx context.Context, o VerifyRTLOptions) error {
 	if err != nil {
 		return err
 	}
+	// Kernel items belong to `crucible verify kernel`; leave them out rather
+	// than report them as unjudged RTL tasks.
+	rtlItems := items[:0:0]
+	for _, it := range items {
+		if it.Domain == engine.DomainRTL {
+			rtlItems = append(rtlItems, it)
+		}
+	}
+	if skipped := len(items) - len(rtlItems); skipped > 0 {
+		fmt.Fprintf(o.Stdout, "skipped %d non-RTL items (verify them with `crucible verify kernel`)\n", skipped)
+	}
+	items = rtlItems
 	var cands []engine.Candidate
 	if o.SelfCheck {
 		for _, it := range items {
