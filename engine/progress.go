@@ -54,7 +54,7 @@ func (b *Bars) Factory() ProgressFactory {
 		b.once.Do(func() { b.p = mpb.New(mpb.WithOutput(b.out), mpb.WithWidth(40)) })
 		bar := b.p.AddBar(total,
 			mpb.PrependDecorators(decor.Name(name, decor.WC{C: decor.DindentRight | decor.DextraSpace}), decor.CountersNoUnit("%d/%d")),
-			mpb.AppendDecorators(decor.Percentage(), decor.Name(" "), decor.AverageSpeed(0, "%.1f/s")),
+			mpb.AppendDecorators(decor.Percentage(), decor.Name(" "), decor.Elapsed(decor.ET_STYLE_GO)),
 		)
 		return &mpbProgress{bar: bar}
 	}
