@@ -124,6 +124,9 @@ type Env struct {
 	Generator textgen.Generator
 	Log       *slog.Logger
 	Stage     string // stage name written into rejections ("admit")
+	// GateDone, when set, is told after each gate how many candidates it
+	// judged, so a caller can show progress through the gates.
+	GateDone func(gate string, judged int64)
 }
 
 // FunnelStep is one gate's throughput.
@@ -254,6 +257,9 @@ func (a *Admitter) Admit(ctx context.Context, parents, cands []engine.Item) (*Re
 		}
 		step.Passed = step.In - step.Rejected
 		res.Funnel = append(res.Funnel, step)
+		if a.env.GateDone != nil {
+			a.env.GateDone(g.Name(), step.In)
+		}
 		a.env.Log.Info("gate done", "gate", g.Name(), "in", step.In, "rejected", step.Rejected)
 	}
 	for _, c := range all {

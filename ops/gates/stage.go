@@ -105,13 +105,14 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 		defer kv.Close()
 		env.Kernel = kv
 	}
+	// Progress counts candidates through every gate: gates × candidates.
+	p := st.Progress(int64(len(cands) * len(sc.Config.Order)))
+	env.GateDone = func(_ string, judged int64) { p.Add(judged) }
 	a, err := New(sc.Config, env)
 	if err != nil {
 		return err
 	}
-	p := st.Progress(int64(len(cands)))
 	res, err := a.Admit(ctx, parents, cands)
-	p.Add(int64(len(cands)))
 	p.Done()
 	if err != nil {
 		return err
