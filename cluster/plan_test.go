@@ -223,7 +223,7 @@ stages:
 	runAll(cfg)
 	for _, st := range []string{"ingest", "rtl"} {
 		if got := stale(cfg, st); len(got) != 0 {
-			t.Fatalf("after a full run, stage %s parts %v are judged stale (the fingerprint mirror drifted from the runner)", st, got)
+			t.Fatalf("after a full run, stage %s parts %v are judged stale (PartStatus disagrees with the runner)", st, got)
 		}
 	}
 

@@ -107,19 +107,10 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 	sh := opts.Shard
 	log = log.With("stage", spec.Name, "type", spec.Type)
 
-	inputs, refs, err := collectInputs(cfg, spec, sh, work)
+	want, inputs, err := expectedManifest(cfg, spec, sh, opts.Writer)
 	if err != nil {
 		return nil, err
 	}
-	chash, err := configHash(spec)
-	if err != nil {
-		return nil, err
-	}
-	// Shard sizing changes the files a stage writes, so it is part of the
-	// fingerprint too.
-	chash = HashString(fmt.Sprintf("%s/%d/%d", chash, opts.Writer.RowGroupBytes, opts.Writer.ShardBytes))
-	want := &Manifest{Version: ManifestVersion, Stage: spec.Name, Type: spec.Type, ConfigHash: chash,
-		Shard: sh.String(), Inputs: refs}
 	mpath := filepath.Join(dir, ManifestName(sh))
 	res := &StageResult{Name: spec.Name, Type: spec.Type, Manifest: mpath}
 
@@ -133,11 +124,13 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 	defer unlock()
 
 	if !opts.Force {
-		if have, err := ReadManifest(mpath); err == nil && sameFingerprint(have, want) && shardsIntact(dir, have) {
+		have, why := staleReason(dir, sh, want)
+		if why == "" {
 			log.Info("stage up to date, skipped", "manifest", mpath)
 			res.Status, res.Rows, res.Counts = "skipped", rowsByKind(have), have.Counts
 			return res, nil
 		}
+		log.Debug("stage must run", "why", why)
 	}
 
 	// Anything this shard part left before (a stale manifest, shards of a
@@ -279,30 +272,6 @@ func expandInputs(cfg *PipelineConfig, inputs []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func sameFingerprint(a, b *Manifest) bool {
-	if a.Version != b.Version || a.Type != b.Type || a.ConfigHash != b.ConfigHash || a.Shard != b.Shard || len(a.Inputs) != len(b.Inputs) {
-		return false
-	}
-	for i := range a.Inputs {
-		if a.Inputs[i] != b.Inputs[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// shardsIntact checks that every listed shard exists with its size; a
-// manifest whose files were deleted or truncated is stale.
-func shardsIntact(dir string, m *Manifest) bool {
-	for _, s := range m.Shards {
-		st, err := os.Stat(filepath.Join(dir, s.Path))
-		if err != nil || st.Size() != s.Bytes {
-			return false
-		}
-	}
-	return true
 }
 
 func partPrefix(sh Shard) string {

@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// PartStatus reports whether shard part sh of the named stage is committed
+// and current — the same test the runner uses to skip it — and if not, why.
+// Schedulers call it to submit only the parts that need to run. An upstream
+// that is not complete yet is a reason, not an error.
+func PartStatus(cfg *PipelineConfig, stage string, sh Shard, w WriterOptions) (reason string, err error) {
+	spec, ok := cfg.stageSpec(stage)
+	if !ok {
+		return "", fmt.Errorf("%w: no stage %q in the pipeline", ErrConfig, stage)
+	}
+	want, _, err := expectedManifest(cfg, spec, sh, w)
+	if errors.Is(err, ErrIncomplete) {
+		return "upstream incomplete: " + err.Error(), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	_, reason = staleReason(filepath.Join(cfg.ResolvedWorkDir(), spec.Name), sh, want)
+	return reason, nil
+}
+
+func (c *PipelineConfig) stageSpec(name string) (StageSpec, bool) {
+	for _, s := range c.Stages {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return StageSpec{}, false
+}
+
+// expectedManifest is the manifest a run of part sh would commit, less its
+// shards and counts: the fingerprint (type, config and shard sizing, the
+// hashes of the upstream manifests and raw files it reads) plus the inputs.
+func expectedManifest(cfg *PipelineConfig, spec StageSpec, sh Shard, w WriterOptions) (*Manifest, stageInputs, error) {
+	inputs, refs, err := collectInputs(cfg, spec, sh, cfg.ResolvedWorkDir())
+	if err != nil {
+		return nil, inputs, err
+	}
+	chash, err := configHash(spec)
+	if err != nil {
+		return nil, inputs, err
+	}
+	// Shard sizing changes the files a stage writes, so it is part of the
+	// fingerprint too.
+	chash = HashString(fmt.Sprintf("%s/%d/%d", chash, w.RowGroupBytes, w.ShardBytes))
+	return &Manifest{Version: ManifestVersion, Stage: spec.Name, Type: spec.Type, ConfigHash: chash,
+		Shard: sh.String(), Inputs: refs}, inputs, nil
+}
+
+// staleReason compares the committed manifest of part sh in dir with the
+// expected one. It returns the committed manifest and "" when the part is
+// current; otherwise why it must run again.
+func staleReason(dir string, sh Shard, want *Manifest) (*Manifest, string) {
+	have, err := ReadManifest(filepath.Join(dir, ManifestName(sh)))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, "no manifest"
+	case err != nil:
+		return nil, "unreadable manifest: " + err.Error()
+	}
+	switch {
+	case have.Version != want.Version:
+		return have, fmt.Sprintf("manifest version %d", have.Version)
+	case have.Type != want.Type:
+		return have, "manifest is for type " + have.Type
+	case have.Shard != want.Shard:
+		return have, fmt.Sprintf("manifest is for shard %q", have.Shard)
+	case have.ConfigHash != want.ConfigHash:
+		return have, "config changed"
+	case len(have.Inputs) != len(want.Inputs):
+		return have, fmt.Sprintf("inputs changed (%d recorded, %d now)", len(have.Inputs), len(want.Inputs))
+	}
+	for i, ref := range want.Inputs {
+		h := have.Inputs[i]
+		if h.Kind != ref.Kind || h.Path != ref.Path {
+			return have, fmt.Sprintf("inputs changed (%s recorded, %s now)", h.Path, ref.Path)
+		}
+		if h.SHA256 != ref.SHA256 {
+			return have, "input changed: " + ref.Path
+		}
+	}
+	// A manifest whose files were deleted or truncated is stale.
+	for _, s := range have.Shards {
+		st, err := os.Stat(filepath.Join(dir, s.Path))
+		if err != nil || st.Size() != s.Bytes {
+			return have, "shard missing or truncated: " + s.Path
+		}
+	}
+	return have, ""
+}
