@@ -179,7 +179,11 @@ func BandKeys(sig []uint64, b, r int, dst []uint64) []uint64 {
 }
 
 // ExactJaccard computes |A∩B|/|A∪B| of two sorted, deduplicated sets.
-func ExactJaccard(a, b []uint64) float64 {
+func ExactJaccard(a, b []uint64) float64 { return sortedJaccard(a, b) }
+
+// sortedJaccard is ExactJaccard for any element width (verification keeps
+// 32-bit shingle sets to halve their memory).
+func sortedJaccard[T uint32 | uint64](a, b []T) float64 {
 	if len(a) == 0 && len(b) == 0 {
 		return 1
 	}

@@ -21,26 +21,6 @@ func (w *worker) shingleSet32(cfg *Config, text string) []uint32 {
 	return slices.Compact(out)
 }
 
-func jaccard32(a, b []uint32) float64 {
-	if len(a) == 0 && len(b) == 0 {
-		return 1
-	}
-	i, j, inter := 0, 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i] == b[j]:
-			inter++
-			i++
-			j++
-		case a[i] < b[j]:
-			i++
-		default:
-			j++
-		}
-	}
-	return float64(inter) / float64(len(a)+len(b)-inter)
-}
-
 // verifyExact rescans the source for the documents in stashed pairs and
 // accepts a pair when the exact Jaccard of its shingle sets reaches the
 // threshold. Memory is proportional to the documents in candidate pairs,
@@ -84,7 +64,7 @@ func verifyExact(ctx context.Context, src Source, cfg *Config, stash []uint64, n
 	}
 	for _, p := range stash {
 		a, b := int32(p>>32), int32(uint32(p))
-		if jaccard32(need[a], need[b]) >= cfg.Threshold {
+		if sortedJaccard(need[a], need[b]) >= cfg.Threshold {
 			st.VerifiedPairs++
 			uf.union(a, b)
 		}
