@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"context"
+	"github.com/crucible-data/crucible/internal/testenv"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,21 +12,6 @@ import (
 
 	"github.com/crucible-data/crucible/engine"
 )
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
 
 func testConfig() Config {
 	cfg := DefaultConfig()
@@ -40,7 +26,7 @@ func testConfig() Config {
 
 func loadSeed(t *testing.T, name string) engine.Item {
 	t.Helper()
-	it, err := LoadSeedDir(filepath.Join(repoRoot(t), "examples", "seeds", "kernel", name))
+	it, err := LoadSeedDir(filepath.Join(testenv.RepoRoot(t), "examples", "seeds", "kernel", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +122,7 @@ func TestCPUBackendVerdicts(t *testing.T) {
 
 // Every bundled cpu seed's reference passes as its own candidate.
 func TestCPUSeedReferencesPass(t *testing.T) {
-	items, err := LoadSeeds(filepath.Join(repoRoot(t), "examples", "seeds", "kernel"))
+	items, err := LoadSeeds(filepath.Join(testenv.RepoRoot(t), "examples", "seeds", "kernel"))
 	if err != nil {
 		t.Fatal(err)
 	}

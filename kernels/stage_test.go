@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"context"
+	"github.com/crucible-data/crucible/internal/testenv"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,7 +16,7 @@ import (
 // GPU references on a GPU-less host stay as items marked unjudged.
 func TestVerifyKernelStage(t *testing.T) {
 	dir := t.TempDir()
-	seeds := filepath.Join(repoRoot(t), "examples", "seeds", "kernel")
+	seeds := filepath.Join(testenv.RepoRoot(t), "examples", "seeds", "kernel")
 	pipeline := `name: kernel-stage-test
 work_dir: work
 stages:

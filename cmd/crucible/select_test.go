@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/crucible-data/crucible/internal/testenv"
 	"io"
 	"os"
 	"os/exec"
@@ -14,24 +15,6 @@ import (
 	"github.com/crucible-data/crucible/ops/compose"
 	"github.com/crucible-data/crucible/ops/selection"
 )
-
-func selRepoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
 
 func selReadKind[T any](t *testing.T, dir, kind string) []T {
 	t.Helper()
@@ -56,7 +39,7 @@ func TestSelectAndComposeOnTheBundledRollouts(t *testing.T) {
 		}
 		t.Skip("iverilog not installed; run scripts/setup.sh")
 	}
-	root := selRepoRoot(t)
+	root := testenv.RepoRoot(t)
 	tmp := t.TempDir()
 	itemsDir, selDir, compDir := filepath.Join(tmp, "items"), filepath.Join(tmp, "select"), filepath.Join(tmp, "compose")
 	ctx := context.Background()

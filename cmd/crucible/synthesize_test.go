@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/crucible-data/crucible/internal/testenv"
 	"io"
 	"log/slog"
 	"net/http"
@@ -84,7 +85,7 @@ func TestSynthesizeOnTheBundledCorpusMatchesVerifyRTL(t *testing.T) {
 		}
 		t.Skip("iverilog not installed; run scripts/setup.sh")
 	}
-	root := selRepoRoot(t)
+	root := testenv.RepoRoot(t)
 	tmp := t.TempDir()
 	ctx := context.Background()
 	itemsDir, outDir, evDir := filepath.Join(tmp, "items"), filepath.Join(tmp, "synth"), filepath.Join(tmp, "verify")

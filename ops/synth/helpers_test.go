@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/crucible-data/crucible/internal/testenv"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,26 +25,11 @@ import (
 // testSeeds are bundled RTL seeds: combinational and sequential.
 var testSeeds = []string{"mux4_8bit", "counter_up8_en", "priority_encoder8"}
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
 func loadSeeds(t *testing.T, names ...string) []engine.Item {
 	t.Helper()
 	var paths []string
 	for _, n := range names {
-		paths = append(paths, filepath.Join(repoRoot(t), "examples/seeds/rtl", n, "task.json"))
+		paths = append(paths, filepath.Join(testenv.RepoRoot(t), "examples/seeds/rtl", n, "task.json"))
 	}
 	var items []engine.Item
 	g, err := ingest.New(ingest.PresetTaskDir, ingest.Sink{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/crucible-data/crucible/internal/testenv"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +27,7 @@ func TestKernelTrajectoryOnTheCPUBackend(t *testing.T) {
 	var items []engine.Item
 	g, _ := ingest.New(ingest.PresetTaskDir, ingest.Sink{Item: func(it engine.Item) error { items = append(items, it); return nil },
 		Reject: func(r engine.Rejection) error { return fmt.Errorf("%+v", r) }})
-	if err := g.IngestPaths(context.Background(), []string{filepath.Join(repoRoot(t), "examples/seeds/kernel/vector_add_f32/task.json")}); err != nil {
+	if err := g.IngestPaths(context.Background(), []string{filepath.Join(testenv.RepoRoot(t), "examples/seeds/kernel/vector_add_f32/task.json")}); err != nil {
 		t.Fatal(err)
 	}
 	it := items[0]

@@ -3,6 +3,7 @@ package synth
 import (
 	"context"
 	"encoding/json"
+	"github.com/crucible-data/crucible/internal/testenv"
 	"io"
 	"log/slog"
 	"os"
@@ -35,7 +36,7 @@ func TestSynthesizeStageFeedsPack(t *testing.T) {
 	srv := startServer(t, &scriptedGenerator{t: t, items: items})
 	seeds := t.TempDir()
 	for _, s := range testSeeds {
-		if err := os.CopyFS(filepath.Join(seeds, s), os.DirFS(filepath.Join(repoRoot(t), "examples", "seeds", "rtl", s))); err != nil {
+		if err := os.CopyFS(filepath.Join(seeds, s), os.DirFS(filepath.Join(testenv.RepoRoot(t), "examples", "seeds", "rtl", s))); err != nil {
 			t.Fatal(err)
 		}
 	}
