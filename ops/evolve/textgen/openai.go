@@ -167,30 +167,38 @@ func (c *Chat) Generate(ctx context.Context, req Request) (Response, error) {
 	default:
 		return Response{}, fmt.Errorf("%w: unknown role %q", ErrUnsupported, req.Role)
 	}
+	sys, user := Prompt(req)
+	text, _, model, err := c.exchange(ctx, req.Role, req.ItemID, []chatMessage{{Role: "system", Content: sys}, {Role: "user", Content: user}})
+	if err != nil {
+		return Response{}, err
+	}
+	return Response{Text: text, Model: model}, nil
+}
+
+// exchange sends one conversation under the concurrency limit, retrying
+// 429, 5xx and transport errors with exponential backoff and jitter
+// (Retry-After honoured); 4xx answers and malformed bodies are not retried.
+// It returns the reply text, the raw response body and the model asked.
+func (c *Chat) exchange(ctx context.Context, role, itemID string, msgs []chatMessage) (text, raw, model string, err error) {
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		return Response{}, ctx.Err()
+		return "", "", "", ctx.Err()
 	}
 	defer func() { <-c.sem }()
-	sys, user := Prompt(req)
-	model := c.model(req.Role)
-	body, _ := json.Marshal(chatRequest{Model: model, Temperature: c.cfg.Temperature, MaxTokens: c.cfg.MaxTokens,
-		Messages: []chatMessage{{Role: "system", Content: sys}, {Role: "user", Content: user}}})
+	model = c.model(role)
+	body, _ := json.Marshal(chatRequest{Model: model, Temperature: c.cfg.Temperature, MaxTokens: c.cfg.MaxTokens, Messages: msgs})
 	var last error
 	for attempt := 0; attempt <= c.cfg.Retries; attempt++ {
-		text, status, retryAfter, err := c.once(ctx, req, model, body, attempt)
+		text, raw, status, retryAfter, err := c.once(ctx, role, itemID, model, body, attempt)
 		if err == nil {
-			return Response{Text: text, Model: model}, nil
+			return text, raw, model, nil
 		}
 		last = err
 		if ctx.Err() != nil {
-			return Response{}, ctx.Err()
+			return "", "", "", ctx.Err()
 		}
-		if !(status == 0 || status == http.StatusTooManyRequests || status >= 500) {
-			break
-		}
-		if attempt == c.cfg.Retries {
+		if !(status == 0 || status == http.StatusTooManyRequests || status >= 500) || attempt == c.cfg.Retries {
 			break
 		}
 		wait := c.cfg.Backoff << attempt
@@ -204,18 +212,20 @@ func (c *Chat) Generate(ctx context.Context, req Request) (Response, error) {
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return Response{}, ctx.Err()
+			return "", "", "", ctx.Err()
 		}
 	}
-	return Response{}, fmt.Errorf("%w: %s for %s: %w", ErrGenerate, req.Role, req.ItemID, last)
+	return "", "", "", fmt.Errorf("%w: %s for %s: %w", ErrGenerate, role, itemID, last)
 }
 
-func (c *Chat) once(ctx context.Context, req Request, model string, body []byte, attempt int) (string, int, time.Duration, error) {
+// once makes one attempt and logs it; a log that cannot be written stops the
+// run (status 400: not retried), since every exchange must be auditable.
+func (c *Chat) once(ctx context.Context, role, itemID, model string, body []byte, attempt int) (text, raw string, status int, retryAfter time.Duration, err error) {
 	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	start := c.now()
-	entry := ChatLog{Time: start.UTC(), Role: req.Role, ItemID: req.ItemID, Model: model, Attempt: int32(attempt + 1), Request: string(body)}
-	text, status, retryAfter, raw, err := c.post(actx, body)
+	entry := ChatLog{Time: start.UTC(), Role: role, ItemID: itemID, Model: model, Attempt: int32(attempt + 1), Request: string(body)}
+	text, status, retryAfter, raw, err = c.post(actx, body)
 	entry.Status, entry.Response = int32(status), raw
 	entry.LatencyMS = float64(c.now().Sub(start).Microseconds()) / 1000
 	if err != nil {
@@ -225,9 +235,9 @@ func (c *Chat) once(ctx context.Context, req Request, model string, body []byte,
 	lerr := c.log(entry)
 	c.mu.Unlock()
 	if lerr != nil {
-		return "", 400, 0, fmt.Errorf("chat log: %w", lerr) // an audit log we cannot write stops the run
+		return "", "", 400, 0, fmt.Errorf("chat log: %w", lerr)
 	}
-	return text, status, retryAfter, err
+	return text, raw, status, retryAfter, err
 }
 
 func (c *Chat) post(ctx context.Context, body []byte) (text string, status int, retryAfter time.Duration, raw string, err error) {
