@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -213,8 +212,7 @@ func run(ctx context.Context, cfg Config, inputs []string, out target, log *slog
 // indices of kept, dropped and rejected samples. Of several samples with the
 // same id only the first is kept; the audit relies on ids being unique.
 func classify(c *corpus, m *Manifest) (kept, dropped, rejected []int) {
-	type key struct{ domain, family string }
-	groups := map[key]*GroupStats{}
+	groups := groupTally{}
 	seen := make(map[string]struct{}, len(c.samples))
 	m.Counts.RejectedByReason = map[string]int64{}
 	for i := range c.samples {
@@ -232,17 +230,8 @@ func classify(c *corpus, m *Manifest) (kept, dropped, rejected []int) {
 			continue
 		}
 		seen[s.id] = struct{}{}
-		k := key{s.domain, s.family}
-		g := groups[k]
-		if g == nil {
-			g = &GroupStats{Domain: s.domain, Family: s.family}
-			groups[k] = g
-		}
-		g.Samples++
-		g.Tokens += int64(s.tokens)
+		groups.add(s.domain, s.family, int64(s.tokens), !s.stored)
 		if !s.stored {
-			g.Dropped++
-			g.DroppedTokens += int64(s.tokens)
 			m.Counts.Dropped++
 			m.Counts.TokensDropped += int64(s.tokens)
 			dropped = append(dropped, i)
@@ -253,20 +242,7 @@ func classify(c *corpus, m *Manifest) (kept, dropped, rejected []int) {
 		m.Counts.TokensTrained += int64(s.trained)
 		kept = append(kept, i)
 	}
-	for _, g := range groups {
-		g.DroppedShare = float64(g.Dropped) / float64(g.Samples)
-		if g.Tokens > 0 {
-			g.DroppedTokenShare = float64(g.DroppedTokens) / float64(g.Tokens)
-		}
-		m.Groups = append(m.Groups, *g)
-	}
-	sort.Slice(m.Groups, func(i, j int) bool {
-		a, b := m.Groups[i], m.Groups[j]
-		if a.Domain != b.Domain {
-			return a.Domain < b.Domain
-		}
-		return a.Family < b.Family
-	})
+	m.Groups = append(m.Groups, groups.stats()...)
 	return kept, dropped, rejected
 }
 

@@ -41,8 +41,7 @@ func runPackPlan(ctx context.Context, sc *engine.StageContext, cfg ShardConfig, 
 	upstreamRejected := sc.InputRows(KindRejections)
 	m.Counts.SamplesIn = int64(len(rows)) + upstreamRejected
 	m.Counts.Rejected = upstreamRejected
-	type key struct{ domain, family string }
-	groups := map[key]*GroupStats{}
+	groups := groupTally{}
 	seen := make(map[string]struct{}, len(rows))
 	var kept []int
 	var dropped []DroppedRow
@@ -57,17 +56,9 @@ func runPackPlan(ctx context.Context, sc *engine.StageContext, cfg ShardConfig, 
 			continue
 		}
 		seen[r.DocID] = struct{}{}
-		k := key{r.Domain, r.Family}
-		g := groups[k]
-		if g == nil {
-			g = &GroupStats{Domain: r.Domain, Family: r.Family}
-			groups[k] = g
-		}
-		g.Samples++
-		g.Tokens += r.Tokens
-		if r.Dropped || r.Tokens > int64(cfg.SeqLen) {
-			g.Dropped++
-			g.DroppedTokens += r.Tokens
+		over := r.Dropped || r.Tokens > int64(cfg.SeqLen)
+		groups.add(r.Domain, r.Family, r.Tokens, over)
+		if over {
 			m.Counts.Dropped++
 			m.Counts.TokensDropped += r.Tokens
 			dropped = append(dropped, DroppedRow{ID: r.DocID, Domain: r.Domain, Family: r.Family,
@@ -83,20 +74,7 @@ func runPackPlan(ctx context.Context, sc *engine.StageContext, cfg ShardConfig, 
 	if len(dups) > 0 {
 		m.Counts.RejectedByReason = map[string]int64{"duplicate_id": int64(len(dups))}
 	}
-	for _, g := range groups {
-		g.DroppedShare = float64(g.Dropped) / float64(g.Samples)
-		if g.Tokens > 0 {
-			g.DroppedTokenShare = float64(g.DroppedTokens) / float64(g.Tokens)
-		}
-		m.Groups = append(m.Groups, *g)
-	}
-	sort.Slice(m.Groups, func(i, j int) bool {
-		a, b := m.Groups[i], m.Groups[j]
-		if a.Domain != b.Domain {
-			return a.Domain < b.Domain
-		}
-		return a.Family < b.Family
-	})
+	m.Groups = append(m.Groups, groups.stats()...)
 
 	lengths := make([]int, len(kept))
 	for i, k := range kept {
