@@ -269,14 +269,8 @@ func (b *cpuBackend) run(ctx context.Context, t *Task, dir, refSO, candSO string
 	var logBuf cappedBuffer
 	logBuf.limit = 64 << 10
 	cmd.Stdout, cmd.Stderr = &logBuf, &logBuf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
-	runErr := cmd.Run()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever it left behind
-	}
+	runErr := runGroup(cmd, 2*time.Second)
 	wall := time.Since(start)
 	o.Log = logBuf.String()
 	o.Measurements = append(o.Measurements, engine.FloatM("run_wall_s", wall.Seconds()))
@@ -411,6 +405,20 @@ func readOut(path string, nonce uint64, t *Task, cfg Config, inputs [][][]byte) 
 		trials[tr] = to
 	}
 	return trials, flags, refT, candT, nil
+}
+
+// runGroup runs cmd in its own process group: the whole group is killed
+// when cmd's context ends (waiting at most waitDelay for its output), and
+// again once it exits, so nothing a candidate spawned outlives its run.
+func runGroup(cmd *exec.Cmd, waitDelay time.Duration) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = waitDelay
+	err := cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	return err
 }
 
 // runCapped runs a command in its own process group, killing the group when

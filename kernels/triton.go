@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/crucible-data/crucible/engine"
@@ -169,14 +168,8 @@ func (b *tritonBackend) Verify(ctx context.Context, t *Task, c engine.Candidate)
 	var stdout, stderr cappedBuffer
 	stdout.limit, stderr.limit = 1<<20, 64<<10
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 3 * time.Second
 	start := time.Now()
-	runErr := cmd.Run()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	runErr := runGroup(cmd, 3*time.Second)
 	o.Measurements = append(o.Measurements, engine.FloatM("run_wall_s", time.Since(start).Seconds()))
 	o.Log = stderr.String()
 	if ctx.Err() != nil {

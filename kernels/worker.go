@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/crucible-data/crucible/engine"
@@ -96,14 +95,8 @@ func runWorker(ctx context.Context, exe, kind string, gpu int, cfg Config, t *Ta
 	var stdout, stderr cappedBuffer
 	stdout.limit, stderr.limit = 16<<20, 64<<10
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 3 * time.Second
 	start := time.Now()
-	runErr := cmd.Run()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	runErr := runGroup(cmd, 3*time.Second)
 	wall := time.Since(start).Seconds()
 	switch {
 	case ctx.Err() != nil:
