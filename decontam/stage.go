@@ -122,11 +122,8 @@ func (s itemRecords) Scan(ctx context.Context, fn func(dedup.Record) error) erro
 	return s.scanItems(ctx, func(it *engine.Item) error {
 		r := dedup.Record{ID: it.ItemID}
 		for _, f := range s.fields {
-			switch f {
-			case "instruction":
-				r.Fields = append(r.Fields, dedup.Field{Name: f, Text: it.Instruction})
-			case "reference":
-				r.Fields = append(r.Fields, dedup.Field{Name: f, Text: it.Reference})
+			if text, ok := dedup.ItemField(it, f); ok {
+				r.Fields = append(r.Fields, dedup.Field{Name: f, Text: text})
 			}
 		}
 		return fn(r)

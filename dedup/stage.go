@@ -67,14 +67,23 @@ func (c StageConfig) Validate() error {
 func ItemText(it *engine.Item, fields []string) string {
 	var parts []string
 	for _, f := range fields {
-		switch f {
-		case "instruction":
-			parts = append(parts, it.Instruction)
-		case "reference":
-			parts = append(parts, it.Reference)
+		if text, ok := ItemField(it, f); ok {
+			parts = append(parts, text)
 		}
 	}
 	return strings.Join(parts, "\n\n")
+}
+
+// ItemField returns the text of a comparable item field ("instruction" or
+// "reference"); ok is false for any other name.
+func ItemField(it *engine.Item, name string) (text string, ok bool) {
+	switch name {
+	case "instruction":
+		return it.Instruction, true
+	case "reference":
+		return it.Reference, true
+	}
+	return "", false
 }
 
 // ItemTier is the survivor priority of an item: verified reference, then
