@@ -88,6 +88,19 @@ func FloatM(name string, v float64) Measurement {
 }
 func TextM(name, v string) Measurement { return Measurement{Name: name, Kind: "text", Text: v} }
 
+// RTL measurements of how long a run took. They vary between identical
+// runs (machine load), so comparisons of verdicts leave them out.
+const (
+	MeasureWallTimeMS = "wall_time_ms"
+	MeasureCPUTimeMS  = "cpu_time_ms"
+)
+
+// IsTimingMeasurement reports whether a measurement records how long a
+// verifier's own run took rather than what the candidate did.
+func IsTimingMeasurement(name string) bool {
+	return name == MeasureWallTimeMS || name == MeasureCPUTimeMS
+}
+
 // Tool names one toolchain component and its version.
 type Tool struct {
 	Name    string `json:"name" arrow:"name"`

@@ -3,6 +3,7 @@ package rtl
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"strings"
 	"time"
@@ -17,22 +18,48 @@ const (
 // Limits bound every simulator or compiler process a job starts. They are
 // applied with prlimit(1) to the child before it execs, so they hold for the
 // whole process tree the tool spawns.
+//
+// # CPU budgets
+//
+// The time budget that decides a candidate's timeout is CPU time
+// (RLIMIT_CPU), and it is relative to the task's reference, because absolute
+// CPU time is not load-independent either (SMT siblings and a shared cache
+// slow a process down on a busy node) and a task's cost spans four orders of
+// magnitude. The rule:
+//
+//   - The reference is judged first (its self-check, cached per task and
+//     toolchain) with the generous budget CPUSeconds (the ceiling). A
+//     reference that spends it is unjudged (reference_self_check, the cause
+//     names the ceiling): the task cannot be judged on this toolchain.
+//   - Its simulation's measured CPU time R is cached with the self-check.
+//   - Every candidate of the task gets
+//     clamp(ceil(CPUFactor × R), CPUFloorSeconds, CPUSeconds) seconds.
+//     Defaults: factor 10, floor 5 s, ceiling 120 s. The floor keeps tiny
+//     references (a few ms) from handing candidates a budget that load
+//     noise could break; the factor lets a correct but plainer design (a
+//     loop where the reference uses a table) pass; the ceiling bounds what a
+//     hostile infinite loop costs.
+//
+// The wall-clock limits are backstops: SimTimeout + 3 × the run's CPU budget
+// for a simulation. A process killed by one before it used most of its CPU
+// budget was starved, not slow, and that is an infrastructure failure
+// (retried, never a candidate's fail).
 type Limits struct {
-	// The time budget that decides a candidate's timeout is CPU time
-	// (RLIMIT_CPU), which does not depend on how loaded the machine is. The
-	// wall-clock limits are backstops: a process killed by one before it
-	// used most of its CPU budget was starved, not slow, and that is an
-	// infrastructure failure (retried, never a candidate's fail).
-	CompileTimeout    time.Duration // wall clock for iverilog / verilator / yosys runs
-	SimTimeout        time.Duration // wall clock for one simulation run
-	CPUSeconds        int           // RLIMIT_CPU of a simulation (soft; hard = soft+1)
-	CompileCPUSeconds int           // RLIMIT_CPU of a build (Verilator's C++ compile needs more)
-	AddressSpaceBytes int64         // RLIMIT_AS per process
-	FileSizeBytes     int64         // RLIMIT_FSIZE: largest file a process may write
-	Processes         int           // RLIMIT_NPROC (not enforced for root by the kernel)
-	OutputKeepBytes   int           // bytes of each stream kept (half head, half tail)
-	OutputKillBytes   int64         // a stream growing past this kills the job (stage resource)
-	MaxCandidateBytes int           // candidate text larger than this is screened out (stage static)
+	CompileTimeout time.Duration // wall clock for iverilog / verilator / yosys runs
+	SimTimeout     time.Duration // wall-clock base of one simulation run (see above)
+	// CPUSeconds is the ceiling: the reference's own CPU budget and the most
+	// any candidate gets. Inside one run it is that run's RLIMIT_CPU (soft;
+	// hard = soft+1).
+	CPUSeconds        int
+	CPUFloorSeconds   int     // the least CPU budget a candidate gets
+	CPUFactor         float64 // candidate budget = factor × the reference's CPU time
+	CompileCPUSeconds int     // RLIMIT_CPU of a build (Verilator's C++ compile needs more)
+	AddressSpaceBytes int64   // RLIMIT_AS per process
+	FileSizeBytes     int64   // RLIMIT_FSIZE: largest file a process may write
+	Processes         int     // RLIMIT_NPROC (not enforced for root by the kernel)
+	OutputKeepBytes   int     // bytes of each stream kept (half head, half tail)
+	OutputKillBytes   int64   // a stream growing past this kills the job (stage resource)
+	MaxCandidateBytes int     // candidate text larger than this is screened out (stage static)
 }
 
 // Config configures a Verifier. Build it with DefaultConfig and adjust.
@@ -73,7 +100,9 @@ func DefaultConfig() Config {
 		Limits: Limits{
 			CompileTimeout:    300 * time.Second,
 			SimTimeout:        60 * time.Second,
-			CPUSeconds:        10,
+			CPUSeconds:        120,
+			CPUFloorSeconds:   5,
+			CPUFactor:         10,
 			CompileCPUSeconds: 120,
 			AddressSpaceBytes: 4 << 30,
 			FileSizeBytes:     64 << 20,
@@ -112,6 +141,12 @@ func (c Config) Validate() error {
 	if l.CPUSeconds < 1 {
 		bad = append(bad, "limits.cpu_seconds must be >= 1")
 	}
+	if l.CPUFloorSeconds < 1 || l.CPUFloorSeconds > l.CPUSeconds {
+		bad = append(bad, fmt.Sprintf("limits.cpu_floor_seconds %d (want 1..cpu_seconds)", l.CPUFloorSeconds))
+	}
+	if !(l.CPUFactor >= 1) || math.IsInf(l.CPUFactor, 0) {
+		bad = append(bad, fmt.Sprintf("limits.cpu_factor %v (want a finite number >= 1)", l.CPUFactor))
+	}
 	if l.CompileCPUSeconds < 1 {
 		bad = append(bad, "limits.compile_cpu_seconds must be >= 1")
 	}
@@ -137,4 +172,23 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %s", ErrConfig, strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// CandidateCPUSeconds is the CPU budget of one candidate simulation of a task
+// whose reference simulation took ref CPU time (the rule in Limits' doc).
+func (l Limits) CandidateCPUSeconds(ref time.Duration) int {
+	b := math.Ceil(l.CPUFactor * ref.Seconds()) // clamp as a float: a huge product must not overflow int
+	return max(l.CPUFloorSeconds, int(min(b, float64(l.CPUSeconds))))
+}
+
+// budgetRule says how a candidate's budget was derived, for causes.
+func (l Limits) budgetRule() string {
+	return fmt.Sprintf("%g× the reference's CPU time, floor %ds, ceiling %ds", l.CPUFactor, l.CPUFloorSeconds, l.CPUSeconds)
+}
+
+// simWallTimeout is the wall-clock backstop of a simulation with a CPU
+// budget of cpuSeconds: a run on a node busy enough to give it a third of a
+// core still finishes before it.
+func (l Limits) simWallTimeout(cpuSeconds int) time.Duration {
+	return l.SimTimeout + 3*time.Duration(cpuSeconds)*time.Second
 }

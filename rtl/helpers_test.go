@@ -50,7 +50,9 @@ func requireTools(t testing.TB, names ...string) {
 func testConfig(t testing.TB) Config {
 	cfg := DefaultConfig()
 	cfg.TempDir = t.TempDir()
-	cfg.Limits.CPUSeconds = 5
+	// The production CPU budgets (relative to the reference, ceiling 120 s):
+	// a test must not shrink the reference's budget, or a loaded machine
+	// turns a slow reference unjudged.
 	cfg.RetryBackoff = time.Millisecond
 	return cfg
 }

@@ -22,6 +22,8 @@ type jobOutcome struct {
 	Cause       string
 	Verdict     Verdict
 	Wall        time.Duration
+	CPU         time.Duration // the simulation's CPU time (0 when it did not run)
+	CPUBudget   int           // the simulation's CPU budget in seconds
 	OutputBytes int64
 	Log         string
 }
@@ -61,10 +63,17 @@ func fsStage(err error) string {
 	return engine.StageWorkerCrash
 }
 
+// runBudget is the CPU budget of one simulation and how it was set (see
+// Limits): the ceiling for a reference, the relative rule for a candidate.
+type runBudget struct {
+	CPUSeconds int
+	Why        string // appended to a timeout's cause
+}
+
 // runJob compiles and simulates one candidate file under the contract's
 // trusted harness in a fresh directory, with a fresh secret. It returns an
 // error only when ctx is cancelled.
-func (v *Verifier) runJob(ctx context.Context, c Contract, candidate string, expected int64) (jobOutcome, error) {
+func (v *Verifier) runJob(ctx context.Context, c Contract, candidate string, expected int64, budget runBudget) (jobOutcome, error) {
 	secret := newSecret()
 	harness, err := c.TrustedHarness(secret)
 	if err != nil {
@@ -94,6 +103,8 @@ func (v *Verifier) runJob(ctx context.Context, c Contract, candidate string, exp
 	}
 	start := time.Now()
 	lim := v.cfg.Limits
+	lim.CPUSeconds = budget.CPUSeconds
+	simTimeout := lim.simWallTimeout(budget.CPUSeconds)
 	blim := lim
 	blim.CPUSeconds = lim.CompileCPUSeconds
 	build, err := runLimited(ctx, dir, v.prlimit, blim, lim.CompileTimeout, v.sim.BuildArgs(c.HarnessTop(), names), v.hook("build"))
@@ -112,14 +123,17 @@ func (v *Verifier) runJob(ctx context.Context, c Contract, candidate string, exp
 		o.Wall = time.Since(start)
 		return o, nil
 	}
-	run, err := runLimited(ctx, dir, v.prlimit, lim, lim.SimTimeout, v.sim.RunArgs(c.HarnessTop()), v.hook("run"))
+	run, err := runLimited(ctx, dir, v.prlimit, lim, simTimeout, v.sim.RunArgs(c.HarnessTop()), v.hook("run"))
 	if err != nil {
 		return jobOutcome{}, err
 	}
 	wall := time.Since(start)
 	stdout := run.Stdout.String()
 	log := redact(tailString(stdout, 3000) + tailString(run.Stderr.String(), 1000))
-	if st, cause := classifyProcess(run, "run", lim, lim.SimTimeout); st != "" {
+	if st, cause := classifyProcess(run, "run", lim, simTimeout); st != "" {
+		if st == engine.StageTimeout && budget.Why != "" {
+			cause += " (" + budget.Why + ")"
+		}
 		outBytes := run.Stdout.Total()
 		if run.TimedOut || run.OutputExceeded {
 			// Where a killed process stood when it died is timing; keep the
@@ -131,12 +145,12 @@ func (v *Verifier) runJob(ctx context.Context, c Contract, candidate string, exp
 			}
 		}
 		o := outcomeFor(st, cause, log)
-		o.Wall, o.OutputBytes = wall, outBytes
+		o.Wall, o.OutputBytes, o.CPU, o.CPUBudget = wall, outBytes, run.CPU, budget.CPUSeconds
 		return o, nil
 	}
 	vd := c.Judge([]byte(stdout), run.Stdout.Complete(), secret, expected)
 	o := jobOutcome{Status: vd.Status, Stage: vd.Stage, Cause: vd.Cause, Verdict: vd, Wall: wall,
-		OutputBytes: run.Stdout.Total(), Log: log}
+		CPU: run.CPU, CPUBudget: budget.CPUSeconds, OutputBytes: run.Stdout.Total(), Log: log}
 	if !vd.Counted && run.ExitCode != 0 {
 		o.Stage = engine.StageSimulate
 		o.Cause = fmt.Sprintf("simulator exited %d: %s", run.ExitCode, firstErrorLine(redact(run.Stderr.String())))

@@ -29,7 +29,7 @@ func TestLimitsApplied(t *testing.T) {
 			useTracedStart = func() bool { return traced }
 			defer func() { useTracedStart = old }()
 			cfg := testConfig(t)
-			cfg.Limits.CPUSeconds = 2
+			cfg.Limits.CPUSeconds, cfg.Limits.CPUFloorSeconds = 2, 2 // the reference's and every candidate's budget
 			cfg.Limits.AddressSpaceBytes = 1 << 30
 			v := newTestVerifier(t, cfg)
 			var mu sync.Mutex

@@ -10,14 +10,16 @@ import (
 
 // StageConfig is the `config:` block of a verify_rtl pipeline stage.
 type StageConfig struct {
-	Simulator     string        `yaml:"simulator"`       // icarus | verilator
-	Workers       int           `yaml:"workers"`         // 0 = all cores
-	Retries       int           `yaml:"retries"`         // infra retries
-	SimTimeout    time.Duration `yaml:"sim_timeout"`     // wall-clock backstop per simulation
-	CPUSeconds    int           `yaml:"cpu_seconds"`     // CPU budget per simulation
-	TrustTwoState bool          `yaml:"trust_two_state"` // let Verilator pass candidates
-	Synth         bool          `yaml:"synth"`           // add Yosys cell counts to passes
-	CacheDir      string        `yaml:"cache_dir"`       // persist reference self-checks
+	Simulator     string        `yaml:"simulator"`         // icarus | verilator
+	Workers       int           `yaml:"workers"`           // 0 = all cores
+	Retries       int           `yaml:"retries"`           // infra retries
+	SimTimeout    time.Duration `yaml:"sim_timeout"`       // wall-clock backstop per simulation
+	CPUSeconds    int           `yaml:"cpu_seconds"`       // CPU ceiling: the reference's budget, the most a candidate gets
+	CPUFloor      int           `yaml:"cpu_floor_seconds"` // the least CPU budget a candidate gets
+	CPUFactor     float64       `yaml:"cpu_factor"`        // candidate budget = factor × reference CPU time
+	TrustTwoState bool          `yaml:"trust_two_state"`   // let Verilator pass candidates
+	Synth         bool          `yaml:"synth"`             // add Yosys cell counts to passes
+	CacheDir      string        `yaml:"cache_dir"`         // persist reference self-checks
 }
 
 // RegisterStages adds the "verify_rtl" stage type: it self-checks every RTL
@@ -28,13 +30,14 @@ type StageConfig struct {
 func RegisterStages(reg *engine.Registry) {
 	reg.Register("verify_rtl", func(c engine.StageConfig) (engine.Stage, error) {
 		def := DefaultConfig()
-		sc := StageConfig{Simulator: def.Simulator, Retries: def.Retries, SimTimeout: def.Limits.SimTimeout, CPUSeconds: def.Limits.CPUSeconds}
+		sc := StageConfig{Simulator: def.Simulator, Retries: def.Retries, SimTimeout: def.Limits.SimTimeout,
+			CPUSeconds: def.Limits.CPUSeconds, CPUFloor: def.Limits.CPUFloorSeconds, CPUFactor: def.Limits.CPUFactor}
 		if err := c.Decode(&sc); err != nil {
 			return nil, err
 		}
 		cfg := def
 		cfg.Simulator, cfg.Retries, cfg.Limits.SimTimeout = sc.Simulator, sc.Retries, sc.SimTimeout
-		cfg.Limits.CPUSeconds = sc.CPUSeconds
+		cfg.Limits.CPUSeconds, cfg.Limits.CPUFloorSeconds, cfg.Limits.CPUFactor = sc.CPUSeconds, sc.CPUFloor, sc.CPUFactor
 		cfg.TrustTwoState, cfg.Synth = sc.TrustTwoState, sc.Synth
 		if sc.Workers > 0 {
 			cfg.Workers = sc.Workers

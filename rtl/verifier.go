@@ -143,7 +143,10 @@ func (v *Verifier) verifyOne(ctx context.Context, item *engine.Item, cand engine
 		// verdict under this toolchain is exactly the self-check's.
 		o, attempts = ref.outcome, ref.Attempts
 	} else {
-		o, attempts, err = v.runWithRetries(ctx, c, assembled, ref.Expected)
+		lim := v.cfg.Limits
+		budget := runBudget{CPUSeconds: lim.CandidateCPUSeconds(ref.CPU()),
+			Why: "the candidate's budget: " + lim.budgetRule()}
+		o, attempts, err = v.runWithRetries(ctx, c, assembled, ref.Expected, budget)
 		if err != nil {
 			return ev, err
 		}
@@ -169,7 +172,7 @@ func (v *Verifier) verifyOne(ctx context.Context, item *engine.Item, cand engine
 }
 
 // runWithRetries retries transient infrastructure failures with backoff.
-func (v *Verifier) runWithRetries(ctx context.Context, c Contract, code string, expected int64) (jobOutcome, int32, error) {
+func (v *Verifier) runWithRetries(ctx context.Context, c Contract, code string, expected int64, budget runBudget) (jobOutcome, int32, error) {
 	var o jobOutcome
 	var n int32
 	for attempt := 0; attempt <= v.cfg.Retries; attempt++ {
@@ -181,7 +184,7 @@ func (v *Verifier) runWithRetries(ctx context.Context, c Contract, code string, 
 			}
 		}
 		var err error
-		o, err = v.runJob(ctx, c, code, expected)
+		o, err = v.runJob(ctx, c, code, expected, budget)
 		if err != nil {
 			return o, n, err
 		}
@@ -201,7 +204,9 @@ func (v *Verifier) runWithRetries(ctx context.Context, c Contract, code string, 
 }
 
 // finish fills the verdict fields of ev from an outcome. Only wall_time_ms
-// varies between identical runs; everything else is a function of inputs.
+// and cpu_time_ms vary between identical runs; everything else is a function
+// of inputs (cpu_budget_s too, while the budget is the floor or the ceiling,
+// or the reference's self-check comes from the cache).
 func finish(ev engine.Evidence, o jobOutcome, attempts int32) engine.Evidence {
 	ev.Status, ev.FailureStage, ev.Cause, ev.Attempts = o.Status, o.Stage, o.Cause, attempts
 	if o.Verdict.Counted {
@@ -212,7 +217,11 @@ func finish(ev engine.Evidence, o jobOutcome, attempts int32) engine.Evidence {
 	}
 	if attempts > 0 {
 		ev.Measurements = append(ev.Measurements, engine.IntM("output_bytes", o.OutputBytes),
-			engine.FloatM("wall_time_ms", float64(o.Wall.Microseconds())/1000))
+			engine.FloatM(engine.MeasureWallTimeMS, float64(o.Wall.Microseconds())/1000))
+		if o.CPUBudget > 0 {
+			ev.Measurements = append(ev.Measurements, engine.IntM("cpu_budget_s", int64(o.CPUBudget)),
+				engine.FloatM(engine.MeasureCPUTimeMS, float64(o.CPU.Microseconds())/1000))
+		}
 	}
 	ev.LogExcerpt = truncate(o.Log, engine.MaxLogExcerpt-3)
 	return ev
@@ -231,15 +240,21 @@ func contractKey(item *engine.Item) string {
 
 // refResult is what the reference did under its own harness.
 type refResult struct {
-	OK         bool   `json:"ok"`
-	Expected   int64  `json:"expected_samples"`
-	Stage      string `json:"stage,omitempty"`
-	Cause      string `json:"cause,omitempty"`
-	Attempts   int32  `json:"attempts"`
+	OK       bool   `json:"ok"`
+	Expected int64  `json:"expected_samples"`
+	Stage    string `json:"stage,omitempty"`
+	Cause    string `json:"cause,omitempty"`
+	Attempts int32  `json:"attempts"`
+	// CPUMicros is the reference simulation's CPU time, the base of its
+	// candidates' budgets (Limits).
+	CPUMicros  int64 `json:"cpu_us"`
 	definitive bool
 	outcome    jobOutcome
 	assembled  string
 }
+
+// CPU is the reference simulation's measured CPU time.
+func (r refResult) CPU() time.Duration { return time.Duration(r.CPUMicros) * time.Microsecond }
 
 type refEntry struct {
 	done chan struct{}
@@ -305,16 +320,18 @@ func (v *Verifier) computeReference(ctx context.Context, item engine.Item, c Con
 	}
 	cachePath := ""
 	if v.cfg.CacheDir != "" {
-		cachePath = filepath.Join(v.cfg.CacheDir, "rtl-refcheck-"+key+".json")
+		// v2: entries carry the reference's CPU time (the budget base).
+		cachePath = filepath.Join(v.cfg.CacheDir, "rtl-refcheck-v2-"+key+".json")
 		if b, err := os.ReadFile(cachePath); err == nil {
 			var r refResult
-			if json.Unmarshal(b, &r) == nil && (!r.OK || r.Expected > 0) {
+			if json.Unmarshal(b, &r) == nil && (!r.OK || (r.Expected > 0 && r.CPUMicros > 0)) {
 				r.definitive, r.assembled = true, ""
 				return r, nil
 			}
 		}
 	}
-	o, n, err := v.runWithRetries(ctx, c, assembled, 0)
+	o, n, err := v.runWithRetries(ctx, c, assembled, 0, runBudget{CPUSeconds: v.cfg.Limits.CPUSeconds,
+		Why: fmt.Sprintf("the reference's budget: the ceiling cpu_seconds=%d", v.cfg.Limits.CPUSeconds)})
 	if err != nil {
 		return refResult{}, err
 	}
@@ -322,6 +339,7 @@ func (v *Verifier) computeReference(ctx context.Context, item engine.Item, c Con
 	switch {
 	case o.Status == engine.StatusPass:
 		r.OK, r.Expected, r.definitive = true, o.Verdict.Samples, true
+		r.CPUMicros = max(o.CPU.Microseconds(), 1)
 	case engine.IsInfraStage(o.Stage):
 		r.Stage, r.Cause = o.Stage, "reference self-check: "+o.Cause
 		r.definitive = !retryable(o.Stage)
@@ -405,6 +423,7 @@ func (v *Verifier) verifyReference(ctx context.Context, item engine.Item) (engin
 		o = jobOutcome{Status: engine.StatusPass}
 	}
 	ev = finish(ev, o, ref.Attempts)
-	ev.Measurements = append(ev.Measurements, engine.IntM("expected_samples", ref.Expected))
+	ev.Measurements = append(ev.Measurements, engine.IntM("expected_samples", ref.Expected),
+		engine.IntM("candidate_cpu_budget_s", int64(v.cfg.Limits.CandidateCPUSeconds(ref.CPU()))))
 	return ev, nil
 }
