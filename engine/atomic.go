@@ -45,11 +45,17 @@ func commitFile(f *os.File, final string) error {
 		os.Remove(tmp)
 		return fmt.Errorf("%w: close %s: %v", ErrIO, tmp, err)
 	}
+	crashPoint(CrashSynced, final)
 	if err := os.Rename(tmp, final); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("%w: rename %s: %v", ErrIO, final, err)
 	}
-	return syncDir(filepath.Dir(final))
+	crashPoint(CrashRenamed, final)
+	if err := syncDir(filepath.Dir(final)); err != nil {
+		return err
+	}
+	crashPoint(CrashCommitted, final)
+	return nil
 }
 
 func syncDir(dir string) error {
@@ -62,6 +68,33 @@ func syncDir(dir string) error {
 		return fmt.Errorf("%w: fsync dir %s: %v", ErrIO, dir, err)
 	}
 	return nil
+}
+
+// RemoveStaleTemps removes the temp files that earlier, killed writes of
+// final left beside it. Call it only for a file that no other process is
+// writing at the same time (a stage's own files, under its part lock).
+func RemoveStaleTemps(final string) error {
+	stale, err := filepath.Glob(filepath.Join(filepath.Dir(final), "."+globEscape(filepath.Base(final))+".tmp-*"))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	for _, p := range stale {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("%w: remove stale temp file: %v", ErrIO, err)
+		}
+	}
+	return nil
+}
+
+func globEscape(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '*' || c == '?' || c == '[' || c == '\\' {
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }
 
 // WriteFileAtomic writes data to path crash-safely: readers see either the

@@ -137,6 +137,7 @@ func (w *ShardWriter[T]) flushRowGroup() error {
 	}
 	w.rows += w.pending
 	w.pending, w.buffered = 0, 0
+	crashPoint(CrashRowGroupWritten, w.f.Name())
 	if w.cw.n >= w.opts.ShardBytes {
 		return w.finishFile()
 	}

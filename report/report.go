@@ -77,6 +77,14 @@ func Generate(ctx context.Context, workDir string, sum *engine.RunSummary, cfg C
 		return nil, out, err
 	}
 	out.JSON, out.HTML = filepath.Join(workDir, JSONFile), filepath.Join(workDir, HTMLFile)
+	for _, p := range []string{out.JSON, out.HTML} {
+		// A build killed while writing its report left a temp file. (Two
+		// processes writing one work dir's report at once is unsupported:
+		// one's rename then fails loudly, nothing is torn.)
+		if err := engine.RemoveStaleTemps(p); err != nil {
+			return nil, out, err
+		}
+	}
 	if err := engine.WriteFileAtomic(out.JSON, append(data, '\n')); err != nil {
 		return nil, out, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,7 +12,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/crucible-data/crucible/engine"
 )
@@ -32,7 +32,10 @@ func crucibleBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "crucible")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		// The crashpoints tag compiles in the CRUCIBLE_CRASH_AT hook
+		// (crashpoints_on.go); without that variable the binary behaves as
+		// a release build.
+		out, err := exec.Command("go", "build", "-tags", "crashpoints", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -134,20 +137,40 @@ func checkCommitted(t *testing.T, work string) int {
 	return len(manifests)
 }
 
-func runCrucible(t *testing.T, args ...string) (time.Duration, error) {
-	bin := crucibleBinary(t)
-	start := time.Now()
-	cmd := exec.Command(bin, args...)
+func runCrucible(t *testing.T, args ...string) error {
+	cmd := exec.Command(crucibleBinary(t), args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Logf("crucible %v: %s", args, out)
 	}
-	return time.Since(start), err
+	return err
+}
+
+// crashTrace runs a build that records every crash point it passes and
+// returns them in order ("N point path" lines).
+func crashTrace(t *testing.T, cfg, work string) []string {
+	t.Helper()
+	trace := filepath.Join(t.TempDir(), "trace")
+	cmd := exec.Command(crucibleBinary(t), "build", "--config", cfg, "--work-dir", work, "--no-progress", "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "CRUCIBLE_CRASH_TRACE="+trace)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("traced build: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }
 
 // TestKilledBuildResumesToIdenticalOutput SIGKILLs `crucible build` at
-// several points, checks that no partial shard is ever listed, re-runs, and
-// compares every manifest and shard byte for byte with an uninterrupted run.
+// deterministic crash points of the commit protocol (a row group half way
+// into a temp file, a synced but unrenamed shard, a renamed shard before
+// its directory fsync, a manifest about to be renamed, ...), checks that no
+// partial shard is ever listed, re-runs, and compares every manifest and
+// shard byte for byte with an uninterrupted run. Where each kill lands is
+// chosen by counting points, never by timing, so machine load cannot change
+// what is tested.
 func TestKilledBuildResumesToIdenticalOutput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the CLI and runs a multi-second pipeline")
@@ -155,45 +178,60 @@ func TestKilledBuildResumesToIdenticalOutput(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeCrashFixture(t, dir)
 	refWork := filepath.Join(dir, "ref")
-	took, err := runCrucible(t, "build", "--config", cfg, "--work-dir", refWork, "--no-progress", "--log-level", "warn")
-	if err != nil {
-		t.Fatal(err)
-	}
+	points := crashTrace(t, cfg, refWork)
 	want := outputHashes(t, refWork)
 	if len(want) < 10 {
 		t.Fatalf("reference run wrote only %d files; the fixture is too small to kill mid-stage", len(want))
 	}
-	killedMidway := 0
-	for i, frac := range []float64{0.1, 0.25, 0.4, 0.55, 0.7, 0.85, 0.95} {
-		work := filepath.Join(dir, fmt.Sprintf("run%d", i))
+	// Kill points: the first point of each kind, the last synced one (the
+	// report), every manifest about to be renamed, and the middle of the run.
+	chosen := map[int]string{}
+	first, last := map[string]int{}, map[string]int{}
+	for i, line := range points {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			t.Fatalf("bad trace line %q", line)
+		}
+		if _, ok := first[f[1]]; !ok {
+			first[f[1]] = i + 1
+		}
+		last[f[1]] = i + 1
+		if strings.HasPrefix(filepath.Base(f[2]), "manifest") && f[1] == engine.CrashSynced {
+			chosen[i+1] = "manifest " + f[1]
+		}
+	}
+	for _, kind := range []string{engine.CrashRowGroupWritten, engine.CrashSynced, engine.CrashRenamed, engine.CrashCommitted} {
+		if first[kind] == 0 {
+			t.Fatalf("the reference build passed no %q crash point; trace:\n%s", kind, strings.Join(points, "\n"))
+		}
+		chosen[first[kind]] = "first " + kind
+	}
+	chosen[last[engine.CrashSynced]] = "last " + engine.CrashSynced
+	chosen[1+len(points)/2] = "the middle point"
+	for n, what := range chosen {
+		work := filepath.Join(dir, fmt.Sprintf("run%d", n))
 		cmd := exec.Command(crucibleBinary(t), "build", "--config", cfg, "--work-dir", work, "--no-progress", "--log-level", "warn")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+		cmd.Env = append(os.Environ(), fmt.Sprintf("CRUCIBLE_CRASH_AT=%d", n))
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("kill at point %d (%s, %s): the build was not killed there: %v", n, what, points[n-1], err)
 		}
-		time.Sleep(time.Duration(frac * float64(took)))
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
-		if err != nil {
-			killedMidway++
-		}
-		n := checkCommitted(t, work)
-		t.Logf("killed at %.0f%% of %v: %d manifests committed, exit %v", frac*100, took, n, err)
-		if _, err := runCrucible(t, "build", "--config", cfg, "--work-dir", work, "--no-progress", "--log-level", "warn"); err != nil {
-			t.Fatalf("resume after kill at %.0f%%: %v", frac*100, err)
+		committed := checkCommitted(t, work)
+		t.Logf("killed at point %d of %d (%s): %d manifests committed", n, len(points), what, committed)
+		if err := runCrucible(t, "build", "--config", cfg, "--work-dir", work, "--no-progress", "--log-level", "warn"); err != nil {
+			t.Fatalf("resume after kill at point %d (%s): %v", n, what, err)
 		}
 		got := outputHashes(t, work)
 		for name, h := range want {
 			if got[name] != h {
-				t.Errorf("kill at %.0f%%: %s differs after resume (got %q)", frac*100, name, got[name])
+				t.Errorf("kill at point %d (%s): %s differs after resume (got %q)", n, what, name, got[name])
 			}
 		}
 		for name := range got {
 			if _, ok := want[name]; !ok {
-				t.Errorf("kill at %.0f%%: resume left extra file %s", frac*100, name)
+				t.Errorf("kill at point %d (%s): resume left extra file %s", n, what, name)
 			}
 		}
-	}
-	if killedMidway < 3 {
-		t.Fatalf("only %d of the runs were killed before finishing; the fixture is too fast", killedMidway)
 	}
 }

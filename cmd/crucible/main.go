@@ -13,6 +13,7 @@ import (
 
 func main() {
 	kernels.RunWorkerIfRequested() // a GPU-candidate child process runs the worker and exits
+	installCrashPoints()           // test builds only (-tags crashpoints)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRootCmd()
