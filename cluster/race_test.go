@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/engine/partlock"
@@ -29,10 +28,36 @@ type raceRow struct {
 	Text string `arrow:"text"`
 }
 
+// raceGate makes the overlap of concurrent runs an event instead of a
+// matter of timing: the first run of each part writes part of its output
+// (temp files and committed shards exist), reports that on paused and waits
+// for release, so the test decides what runs while it is mid-write.
+type raceGate struct {
+	paused  chan engine.Shard
+	release chan struct{}
+	mu      sync.Mutex
+	seen    map[engine.Shard]bool
+}
+
+func newRaceGate() *raceGate {
+	return &raceGate{paused: make(chan engine.Shard, 16), release: make(chan struct{}), seen: map[engine.Shard]bool{}}
+}
+
+// first reports whether this is the first run of part sh to get here.
+func (g *raceGate) first(sh engine.Shard) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.seen[sh] {
+		return false
+	}
+	g.seen[sh] = true
+	return true
+}
+
 // raceRegistry has a "slowwrite" stage: each part writes 300 deterministic
-// rows slowly into many small shards, so concurrent runs overlap for a
-// while and every shard goes through a temp file and a rename.
-func raceRegistry() *engine.Registry {
+// rows into many small shards, every shard through a temp file and a
+// rename; the first run of a part pauses at the gate after 100 rows.
+func raceRegistry(gate *raceGate) *engine.Registry {
 	reg := engine.NewRegistry()
 	reg.Register("slowwrite", func(engine.StageConfig) (engine.Stage, error) {
 		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
@@ -42,8 +67,17 @@ func raceRegistry() *engine.Registry {
 			}
 			text := strings.Repeat("x", 200)
 			for i := 0; i < 300; i++ {
-				if i%10 == 0 {
-					time.Sleep(2 * time.Millisecond)
+				if i == 100 && gate.first(sc.Shard) {
+					select {
+					case gate.paused <- sc.Shard:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+					select {
+					case <-gate.release:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
 				}
 				if err := w.Write(raceRow{Part: int64(sc.Shard.Index), N: int64(i), Text: text}); err != nil {
 					return err
@@ -51,7 +85,7 @@ func raceRegistry() *engine.Registry {
 			}
 			return nil
 		}), nil
-	}, "test stage: slow deterministic writer")
+	}, "test stage: deterministic writer that pauses mid-write at a gate")
 	return reg
 }
 
@@ -66,7 +100,7 @@ stages:
   - name: slow
     type: slowwrite
 `)
-	cfg, err := engine.LoadPipeline(p, raceRegistry())
+	cfg, err := engine.LoadPipeline(p, raceRegistry(newRaceGate()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +110,7 @@ stages:
 // runPart runs one stage part the way a cluster task does; locked wraps it
 // in the part lock the runner should take itself (never both: flock
 // excludes two descriptors of one process too, so it would deadlock).
-func runPart(ctx context.Context, cfg *engine.PipelineConfig, sh engine.Shard, locked bool) error {
+func runPart(ctx context.Context, cfg *engine.PipelineConfig, gate *raceGate, sh engine.Shard, locked bool) error {
 	if locked {
 		unlock, err := partlock.Lock(ctx, filepath.Join(cfg.ResolvedWorkDir(), ".locks", "slow"), engine.ManifestName(sh))
 		if err != nil {
@@ -84,7 +118,7 @@ func runPart(ctx context.Context, cfg *engine.PipelineConfig, sh engine.Shard, l
 		}
 		defer unlock()
 	}
-	r := &engine.Runner{Registry: raceRegistry()}
+	r := &engine.Runner{Registry: raceRegistry(gate)}
 	_, err := r.Run(ctx, cfg, engine.RunOptions{Shard: sh, Writer: cfg.WriterOptions(), Only: []string{"slow"}, Log: slog.New(slog.DiscardHandler)})
 	return err
 }
@@ -124,21 +158,55 @@ func partProblems(dir string, sh engine.Shard) []string {
 	return probs
 }
 
-// raceOutcome runs starts concurrently (each after its delay) and returns
-// every run error and every problem found in the parts afterwards.
+// raceOutcome starts the first run, waits until it is paused mid-write,
+// starts the others (whose start-up clean-up therefore runs while the first
+// has temp files in flight), waits until the first run of every other part
+// is paused mid-write too, releases them all, and returns every run error
+// and every problem found in the parts afterwards. Nothing waits on a
+// clock: each step waits for an event of the step before.
 func raceOutcome(t *testing.T, cfg *engine.PipelineConfig, shards []engine.Shard, locked bool) []string {
 	t.Helper()
+	gate := newRaceGate()
 	errs := make([]error, len(shards))
-	var wg sync.WaitGroup
-	for i, sh := range shards {
-		wg.Add(1)
+	done := make(chan int, len(shards))
+	start := func(i int) {
 		go func() {
-			defer wg.Done()
-			time.Sleep(time.Duration(i) * 15 * time.Millisecond) // staggered, like tasks starting on nodes
-			errs[i] = runPart(context.Background(), cfg, sh, locked)
+			errs[i] = runPart(context.Background(), cfg, gate, shards[i], locked)
+			done <- i
 		}()
 	}
-	wg.Wait()
+	parts := map[engine.Shard]bool{}
+	for _, sh := range shards {
+		parts[sh] = true
+	}
+	finished := 0
+	// awaitPause waits for one more paused part; a run that ends without
+	// pausing (an error) must not leave the test waiting forever.
+	awaitPause := func() bool {
+		for {
+			select {
+			case <-gate.paused:
+				return true
+			case i := <-done:
+				finished++
+				if errs[i] != nil {
+					return false
+				}
+			}
+		}
+	}
+	start(0)
+	ok := awaitPause()
+	for i := 1; i < len(shards); i++ {
+		start(i)
+	}
+	for n := 1; ok && n < len(parts); n++ {
+		ok = awaitPause()
+	}
+	close(gate.release)
+	for ; finished < len(shards); finished++ {
+		<-done
+	}
 	var probs []string
 	for i, err := range errs {
 		if err != nil {

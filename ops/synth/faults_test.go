@@ -105,12 +105,14 @@ func TestSlowAndMalformedGeneratorLeaveTrajectoriesIncomplete(t *testing.T) {
 			return
 		}
 		if calls.Add(1)%2 == 0 {
-			time.Sleep(300 * time.Millisecond) // past the timeout
+			<-r.Context().Done() // answer only after the client timed out
 		}
 		w.Write([]byte(`{"choices": [`))
 	}))
 	cfg := testConfig(bad.URL)
-	cfg.Generator.Timeout, cfg.Generator.Retries = 100*time.Millisecond, 1
+	// 2 s: orders of magnitude above a loopback answer, so only the
+	// attempts that never answer time out, however loaded the machine is.
+	cfg.Generator.Timeout, cfg.Generator.Retries = 2*time.Second, 1
 	path := filepath.Join(t.TempDir(), "j.jsonl")
 	res, err := newTestRunner(t, cfg, realBackend(t), nil).Run(context.Background(), items, path, "rtl/icarus")
 	if err != nil {

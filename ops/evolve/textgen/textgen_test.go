@@ -111,7 +111,9 @@ func TestChatSlowMalformedAndClientErrors(t *testing.T) {
 		json.NewDecoder(r.Body).Decode(&req)
 		switch {
 		case strings.Contains(req.Messages[1].Content, "SLOW") && n == 1:
-			time.Sleep(300 * time.Millisecond) // past the attempt timeout, then retried
+			// Answer only once the client has given up on this attempt: the
+			// timeout is an event here, not a race between two sleeps.
+			<-r.Context().Done()
 			w.Write([]byte(okBody("late")))
 		case strings.Contains(req.Messages[1].Content, "SLOW"):
 			w.Write([]byte(okBody("on time")))
@@ -124,7 +126,10 @@ func TestChatSlowMalformedAndClientErrors(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, logs := testChat(t, srv.URL, func(cfg *ChatConfig) { cfg.Timeout = 100 * time.Millisecond })
+	// A 2 s attempt timeout is three orders of magnitude above a loopback
+	// answer, so only the attempt that never answers can hit it, however
+	// loaded the machine is.
+	c, logs := testChat(t, srv.URL, func(cfg *ChatConfig) { cfg.Timeout = 2 * time.Second })
 	ctx := context.Background()
 	r, err := c.Generate(ctx, Request{Role: RoleProposal, ParentInstruction: "SLOW"})
 	if err != nil || r.Text != "on time" {
