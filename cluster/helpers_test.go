@@ -37,7 +37,10 @@ func crucibleBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "crucible")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/crucible")
+		// -tags crashpoints: CRUCIBLE_CRASH_AT lets a test kill a task at a
+		// counted commit step (cmd/crucible/crashpoints_on.go); unset, the
+		// binary behaves as a release build.
+		cmd := exec.Command("go", "build", "-tags", "crashpoints", "-o", binPath, "./cmd/crucible")
 		cmd.Dir = testenv.RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)

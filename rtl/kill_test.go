@@ -9,87 +9,55 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/crucible-data/crucible/engine"
 )
 
-// findSimulators lists vvp processes whose working directory is under root.
-func findSimulators(root string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != "vvp" {
-			continue
-		}
-		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
-		if err == nil && strings.HasPrefix(cwd, root) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// TestKilledSimulatorIsRetried kills the first two simulator processes it
-// finds mid-run (the reference self-check's and the candidate's) with
-// SIGKILL from outside; both jobs are retried and every candidate still
-// gets a final verdict.
+// TestKilledSimulatorIsRetried kills two simulator processes with SIGKILL
+// from outside as they start (the reference self-check's first run and the
+// marked candidate's first run; the verifier's process-start hook names
+// them, so which processes die never depends on timing); both jobs are
+// retried and every candidate still gets a final verdict.
 func TestKilledSimulatorIsRetried(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Workers = 1
 	v := newTestVerifier(t, cfg)
-	item := counterItem(t, 60000)
+	item := counterItem(t, 600)
 	cands := []engine.Candidate{
 		{ItemID: "counter", CandidateID: "good", Code: goodCounter + "// kill-me\n"},
 		{ItemID: "counter", CandidateID: "bad", Code: strings.Replace(goodCounter, "q + 1", "q + 2", 1)},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var mu sync.Mutex
-	var killed []int
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		seen := map[int]time.Time{}
-		for ctx.Err() == nil {
-			for _, pid := range findSimulators(cfg.TempDir) {
-				first, ok := seen[pid]
-				if !ok {
-					seen[pid] = time.Now()
-					continue
-				}
-				mu.Lock()
-				n := len(killed)
-				mu.Unlock()
-				// Kill the first simulator (the reference self-check) and the
-				// first one running the marked candidate.
-				want := n == 0 || n == 1 && isMarked(pid)
-				if want && time.Since(first) > 100*time.Millisecond {
-					if syscall.Kill(pid, syscall.SIGKILL) == nil {
-						mu.Lock()
-						killed = append(killed, pid)
-						mu.Unlock()
-					}
-				}
-			}
-			time.Sleep(10 * time.Millisecond)
+	var killed []string
+	runs := 0
+	v.onProcessStart = func(phase string, pid int) {
+		if phase != "run" {
+			return
 		}
-	}()
-	evs, err := v.Verify(ctx, []engine.Item{item}, cands)
-	cancel()
-	<-done
+		mu.Lock()
+		defer mu.Unlock()
+		runs++
+		marked := isMarked(pid)
+		switch {
+		case runs == 1: // the reference self-check runs first
+			killed = append(killed, "reference")
+		case marked && len(killed) == 1:
+			killed = append(killed, "candidate")
+		default:
+			return
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Errorf("kill %d: %v", pid, err)
+		}
+	}
+	evs, err := v.Verify(context.Background(), []engine.Item{item}, cands)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(killed) != 2 {
-		t.Fatalf("killed %d simulator processes, want 2 (runs too short to catch?)", len(killed))
+		t.Fatalf("killed %v, want the reference's and the marked candidate's first runs", killed)
 	}
 	if len(evs) != 2 {
 		t.Fatalf("%d rows for 2 candidates", len(evs))
