@@ -6,7 +6,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 BIN := bin/crucible
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all setup build demo test bench gpu-check clean
+.PHONY: all setup build demo test test-load bench gpu-check clean
 
 all: build
 
@@ -19,9 +19,17 @@ build:
 demo: setup build
 	./$(BIN) build --config examples/nightly.yaml
 
+# The normal pass, then the timing-sensitive packages again under load and
+# the race detector (scripts/test-load.sh).
 test: setup
 	$(GO) vet ./...
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+	GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) bash scripts/test-load.sh
+
+# Simulations, subprocesses, servers and timers while two busy loops hold
+# both cores; -race over engine, dedup, ops/pack and cluster.
+test-load: setup
+	GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) bash scripts/test-load.sh
 
 # Benchmarks with side-by-side baselines; figures and their commands are in the README.
 bench: setup
