@@ -46,8 +46,8 @@ func crucibleBinary(t *testing.T) string {
 	return binPath
 }
 
-// writeCrashFixture writes a pipeline big enough to take a couple of
-// seconds (many small shards, each fsynced) with two stages.
+// writeCrashFixture writes a two-stage pipeline with many small shards
+// (each fsynced), so every step of the commit protocol is passed many times.
 func writeCrashFixture(t *testing.T, dir string) string {
 	t.Helper()
 	f, err := os.Create(filepath.Join(dir, "items.jsonl"))
@@ -56,7 +56,7 @@ func writeCrashFixture(t *testing.T, dir string) string {
 	}
 	w := bufio.NewWriter(f)
 	filler := strings.Repeat("The counter increments on every rising clock edge when enable is high. ", 20)
-	for i := 0; i < 30000; i++ {
+	for i := 0; i < 6000; i++ {
 		domain := "rtl"
 		if i%5 == 0 {
 			domain = "kernel"
