@@ -138,7 +138,11 @@ func startJob(cfg initConfig) (int, error) {
 	} else {
 		sys.Credential = &syscall.Credential{Uid: InsideUID, Gid: InsideGID, Groups: []uint32{}}
 	}
-	attr := &syscall.ProcAttr{Dir: cwd, Env: cfg.Env, Files: []uintptr{0, 1, 2}, Sys: sys}
+	files := []uintptr{0, 1, 2}
+	for i := 0; i < cfg.ExtraFiles; i++ {
+		files = append(files, uintptr(4+i))
+	}
+	attr := &syscall.ProcAttr{Dir: cwd, Env: cfg.Env, Files: files, Sys: sys}
 	if !cfg.ForcePrlimit {
 		sys.Ptrace = true
 		pid, err := syscall.ForkExec(path, cfg.Argv, attr)

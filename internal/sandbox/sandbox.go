@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"io"
+	"os"
 	"syscall"
 	"time"
 )
@@ -74,6 +75,10 @@ type Spec struct {
 	// besides the job directory.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// ExtraFiles are open files the job's main process gets as fds 3, 4, ...
+	// (a pipe or a memfd for results that must not go through the job
+	// directory). The caller keeps its own copies.
+	ExtraFiles []*os.File
 }
 
 // Result is what the verifier observed of one tree, never what the tree

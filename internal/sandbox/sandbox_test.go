@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -646,5 +647,25 @@ func TestExitStatus(t *testing.T) {
 	r = runIn(t, t.TempDir(), testLimits, time.Minute, "sh", "-c", "kill -SEGV $$")
 	if r.Signal != syscall.SIGSEGV || r.ExitCode != -1 {
 		t.Errorf("SIGSEGV: %+v", r.Result)
+	}
+}
+
+// TestExtraFiles: a pipe handed over as fd 3 carries the job's result out.
+func TestExtraFiles(t *testing.T) {
+	requireSandbox(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res := Run(context.Background(), Spec{Argv: []string{"sh", "-c", "echo result >&3; ls /proc/self/fd"}, Dir: t.TempDir(),
+		ExtraFiles: []*os.File{w}, Limits: testLimits, Timeout: time.Minute})
+	w.Close()
+	if !res.Exited0() {
+		t.Fatalf("%+v", res)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil || string(b) != "result\n" {
+		t.Errorf("fd 3 carried %q (%v)", b, err)
 	}
 }

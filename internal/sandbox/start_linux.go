@@ -36,6 +36,8 @@ type initConfig struct {
 	// host uid (the verifier is not root); otherwise it runs as InsideUID,
 	// mapped to a host uid of its own.
 	OwnUID bool `json:"own_uid"`
+	// ExtraFiles: the init's fds 4.. go to the job as 3..
+	ExtraFiles int `json:"extra_files,omitempty"`
 	// ForcePrlimit skips the ptrace way of setting limits (tests).
 	ForcePrlimit bool `json:"force_prlimit,omitempty"`
 }
@@ -96,7 +98,8 @@ func Start(spec Spec) (*Process, error) {
 		}
 	}
 	cfg := initConfig{Dir: spec.Dir, WorkDir: spec.WorkDir, Binds: spec.Binds, Argv: spec.Argv,
-		Env: jobEnv(spec.Env), Limits: spec.Limits, Hostname: "sandbox", OwnUID: ids.own, ForcePrlimit: forcePrlimit}
+		Env: jobEnv(spec.Env), Limits: spec.Limits, Hostname: "sandbox", OwnUID: ids.own, ForcePrlimit: forcePrlimit,
+		ExtraFiles: len(spec.ExtraFiles)}
 	blob, err := json.Marshal(cfg)
 	if err != nil {
 		ids.release()
@@ -109,7 +112,7 @@ func Start(spec Spec) (*Process, error) {
 	}
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"crucible-sandbox-init"},
 		Env: []string{envInit + "=" + string(blob)}, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr,
-		ExtraFiles: []*os.File{w}, SysProcAttr: ids.sysProcAttr(),
+		ExtraFiles: append([]*os.File{w}, spec.ExtraFiles...), SysProcAttr: ids.sysProcAttr(),
 		// The tree's streams close when the namespace dies; this only bounds a
 		// slow reader.
 		WaitDelay: 2 * time.Second}
