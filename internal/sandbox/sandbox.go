@@ -99,8 +99,9 @@ type Result struct {
 	// RunDelay is the time the tree's live tasks had spent waiting for a CPU
 	// when the timer fired (schedstat).
 	RunDelay time.Duration
-	// CPU is the user+system time of the whole tree (every process is reaped
-	// by our init, so its rusage covers them all).
+	// CPU is the user+system time of the whole tree: every process is
+	// reaped by our init, so its rusage covers them all; when our timer
+	// killed the tree, at least what schedstat showed at that moment.
 	CPU  time.Duration
 	Wall time.Duration
 	// ExecErr: the job's program could not be started (not found in the
@@ -114,16 +115,21 @@ type Result struct {
 }
 
 // Starved reports whether a wall-clock timeout hit a tree that was waiting
-// for a CPU rather than sleeping: more of the wall time it did not spend
-// on a CPU went to the run queue than to sleeping. A tree blocked on a read
-// (of its own stdout, a FIFO, a lock) is not starved: its timeout is its
-// own doing.
+// for a CPU because of other load, rather than sleeping or competing with
+// itself:
+//
+//   - more of the wall time it did not spend on a CPU went to the run queue
+//     than to sleeping (a tree blocked on a read — of its own stdout, a
+//     FIFO, a lock — is not starved: its timeout is its own doing), and
+//   - it had about one runnable task at a time (CPU + run delay at most 1.5×
+//     the wall time): a tree that forks spinning children and so makes its
+//     own processes wait for each other starved itself.
 func (r Result) Starved() bool {
 	if !r.TimedOut || !r.SchedKnown {
 		return false
 	}
 	offCPU := r.Wall - r.CPU
-	return offCPU > 0 && 2*r.RunDelay > offCPU
+	return offCPU > 0 && 2*r.RunDelay > offCPU && 2*(r.CPU+r.RunDelay) <= 3*r.Wall
 }
 
 // Exited0 reports whether the main process ran and exited with code 0.

@@ -501,6 +501,9 @@ func TestStarved(t *testing.T) {
 		{Result{TimedOut: true, SchedKnown: true, Wall: 60 * time.Second, CPU: 20 * time.Second, RunDelay: 10 * time.Second}, false},
 		{Result{TimedOut: false, SchedKnown: true, Wall: 60 * time.Second, RunDelay: 59 * time.Second}, false},
 		{Result{TimedOut: true, SchedKnown: false, Wall: 60 * time.Second, RunDelay: 59 * time.Second}, false},
+		// Eight spinning children on two cores: the waiting is its own.
+		{Result{TimedOut: true, SchedKnown: true, Wall: 60 * time.Second, CPU: 120 * time.Second, RunDelay: 360 * time.Second}, false},
+		{Result{TimedOut: true, SchedKnown: true, Wall: 60 * time.Second, CPU: 2 * time.Second, RunDelay: 400 * time.Second}, false},
 	} {
 		if got := c.r.Starved(); got != c.want {
 			t.Errorf("%+v: Starved() = %v, want %v", c.r, got, c.want)
@@ -668,4 +671,29 @@ func TestExtraFiles(t *testing.T) {
 	if err != nil || string(b) != "result\n" {
 		t.Errorf("fd 3 carried %q (%v)", b, err)
 	}
+}
+
+const selfStarve = `#include <unistd.h>
+int main(void) {
+	for (int i = 0; i < 8; i++)
+		if (fork() == 0) { volatile unsigned long x = 0; for (;;) x++; }
+	pause();
+	return 0;
+}
+`
+
+// TestSelfStarvedTreeIsNotStarved: a tree whose own spinning children keep
+// each other waiting for a CPU is not excused as starved at its timeout.
+func TestSelfStarvedTreeIsNotStarved(t *testing.T) {
+	requireSandbox(t)
+	dir := t.TempDir()
+	compile(t, dir, "s", selfStarve)
+	r := runIn(t, dir, testLimits, time.Second, "./s")
+	if !r.TimedOut || !r.SchedKnown {
+		t.Fatalf("want a timeout with scheduler statistics: %+v", r.Result)
+	}
+	if r.Starved() {
+		t.Errorf("a tree that starved itself was judged starved: %+v", r.Result)
+	}
+	t.Logf("%+v", r.Result)
 }

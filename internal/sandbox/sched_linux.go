@@ -16,6 +16,10 @@ import (
 type schedSample struct {
 	ok       bool
 	runDelay time.Duration
+	// cpu is the CPU time of the live tasks plus what the init has reaped:
+	// a tree killed with its init does not always hand its children's
+	// times to the init's rusage, so the sample is kept as a floor.
+	cpu time.Duration
 }
 
 // sampleSched sums the run-queue wait of every task in the PID namespace
@@ -52,13 +56,43 @@ func sampleSched(initPid int) schedSample {
 			if len(f) < 2 {
 				continue
 			}
-			d, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
+			run, err1 := strconv.ParseInt(f[0], 10, 64)
+			d, err2 := strconv.ParseInt(f[1], 10, 64)
+			if err1 != nil || err2 != nil {
 				continue
 			}
 			s.ok = true
+			s.cpu += time.Duration(run)
 			s.runDelay += time.Duration(d)
 		}
 	}
+	s.cpu += reapedCPU(initPid)
 	return s
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on Linux).
+const clockTicks = 100
+
+// reapedCPU is the cutime+cstime of pid: its waited-for descendants.
+func reapedCPU(pid int) time.Duration {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// The fields after the parenthesised comm: state is field 3, cutime 16,
+	// cstime 17.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 15 {
+		return 0
+	}
+	cu, err1 := strconv.ParseInt(f[13], 10, 64)
+	cs, err2 := strconv.ParseInt(f[14], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(cu+cs) * time.Second / clockTicks
 }

@@ -239,6 +239,7 @@ func (p *Process) build(rep []byte) Result {
 		res.Killed = p.killedBy == "caller"
 		if res.TimedOut && p.sched.ok {
 			res.SchedKnown, res.RunDelay = true, p.sched.runDelay
+			res.CPU = max(res.CPU, p.sched.cpu)
 		}
 	default:
 		// Only someone outside the tree can end our init without a report:
