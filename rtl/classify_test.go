@@ -2,6 +2,7 @@ package rtl
 
 import (
 	"errors"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +44,7 @@ func TestClassifyFromObservationsOnly(t *testing.T) {
 		{"disk really full", mk(func(r *procResult) { r.ExitCode = 1; r.Disk = diskState{Full: true, Free: 4096, JobBytes: 8192} }), engine.StageDiskFull},
 		{"job filled the disk", mk(func(r *procResult) { r.ExitCode = 1; r.Disk = diskState{Full: true, JobBytes: 10 << 30} }), engine.StageResource},
 		{"sandbox killed from outside", mk(func(r *procResult) { r.SandboxErr = errors.New("sandbox init ended without reporting") }), engine.StageWorkerCrash},
+		{"build left too many files", mk(func(r *procResult) { r.SandboxErr = fmt.Errorf("%w (more than 200000)", sandbox.ErrJobDirTooLarge) }), engine.StageResource},
 		{"no namespaces", mk(func(r *procResult) { r.SandboxErr = sandbox.ErrUnavailable }), engine.StageToolchainMissing},
 		{"output flood", mk(func(r *procResult) { r.OutputExceeded, r.Signal = true, syscall.SIGKILL }), engine.StageResource},
 	} {

@@ -176,6 +176,8 @@ func classifyProcess(r procResult, phase string, lim Limits, timeout time.Durati
 	stderr := r.Stderr.String()
 	cpuLimit := time.Duration(lim.CPUSeconds) * time.Second
 	switch {
+	case errors.Is(r.SandboxErr, sandbox.ErrJobDirTooLarge):
+		return engine.StageResource, fmt.Sprintf("%s: %v", phase, r.SandboxErr)
 	case r.SandboxErr != nil && errors.Is(r.SandboxErr, sandbox.ErrUnavailable):
 		return engine.StageToolchainMissing, fmt.Sprintf("%s: cannot isolate the process: %v", phase, r.SandboxErr)
 	case r.SandboxErr != nil:

@@ -139,9 +139,12 @@ func (ids jobIDs) sysProcAttr() *syscall.SysProcAttr {
 }
 
 // maxJobEntries bounds the walk that hands a job directory to a job.
-const maxJobEntries = 200000
+var maxJobEntries = 200000
 
-var errTooManyEntries = errors.New("job directory holds too many entries")
+// ErrJobDirTooLarge: the job directory holds more entries than a run may hand
+// over (maxJobEntries). A previous run of the same job created them: it is
+// the job's doing, never an infrastructure failure.
+var ErrJobDirTooLarge = errors.New("sandbox: the job directory holds too many entries")
 
 // chownTree makes dir and everything below it owned by uid:gid, without
 // following symbolic links (a previous job may have planted some).
@@ -152,7 +155,7 @@ func chownTree(dir string, uid, gid int) error {
 			return err
 		}
 		if n++; n > maxJobEntries {
-			return errTooManyEntries
+			return ErrJobDirTooLarge
 		}
 		info, err := d.Info()
 		if err != nil {

@@ -4,12 +4,16 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 )
 
 // Process is a running tree (Linux only).
 type Process struct{}
+
+// ErrJobDirTooLarge: the job directory holds too many entries (Linux only).
+var ErrJobDirTooLarge = errors.New("sandbox: the job directory holds too many entries")
 
 var errOS = fmt.Errorf("%w: namespaces need Linux, this is %s", ErrUnavailable, runtime.GOOS)
 

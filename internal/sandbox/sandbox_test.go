@@ -697,3 +697,19 @@ func TestSelfStarvedTreeIsNotStarved(t *testing.T) {
 	}
 	t.Logf("%+v", r.Result)
 }
+
+// TestJobDirTooLarge: a job that leaves more entries than a run may hand over
+// gets ErrJobDirTooLarge from the next Start (its own doing).
+func TestJobDirTooLarge(t *testing.T) {
+	requireSandbox(t)
+	dir := t.TempDir()
+	r := runIn(t, dir, testLimits, time.Minute, "sh", "-c", "mkdir d && cd d && i=0; while [ $i -lt 400 ]; do : > f$i; i=$((i+1)); done")
+	if !r.Exited0() {
+		t.Fatalf("%+v %s", r.Result, r.err)
+	}
+	defer func(old int) { maxJobEntries = old }(maxJobEntries)
+	maxJobEntries = 100
+	if _, err := Start(Spec{Argv: []string{"true"}, Dir: dir, Limits: testLimits}); !errors.Is(err, ErrJobDirTooLarge) {
+		t.Errorf("Start after 400 files: %v, want ErrJobDirTooLarge", err)
+	}
+}

@@ -94,6 +94,9 @@ func Start(spec Spec) (*Process, error) {
 	if !ids.own {
 		if err := chownTree(spec.Dir, ids.jobUID, ids.jobGID); err != nil {
 			ids.release()
+			if errors.Is(err, ErrJobDirTooLarge) {
+				return nil, fmt.Errorf("%w (more than %d)", err, maxJobEntries)
+			}
 			return nil, fmt.Errorf("sandbox: handing the job directory to the job's uid: %w", err)
 		}
 	}
