@@ -281,8 +281,11 @@ func (b *cpuBackend) startReference(ctx context.Context, t *Task, job string, so
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
 	}
-	lib := filepath.Join(dir, "ref.so")
-	if err := os.WriteFile(lib, so, 0o500); err != nil {
+	// World-readable in a directory only the verifier may enter: the
+	// harness opens it before dropping its privileges and loads it through
+	// that descriptor; no other process can reach it by its path.
+	lib := filepath.Join(dir, "ref-"+sha(fmt.Sprint(NewInputSource().Uint64()))[:16]+".so")
+	if err := os.WriteFile(lib, so, 0o444); err != nil {
 		return nil, err
 	}
 	defer os.Remove(lib)
@@ -295,7 +298,9 @@ func (b *cpuBackend) run(ctx context.Context, t *Task, job string, refSO []byte,
 	o := Outcome{Toolchain: b.toolchain}
 	cfg := b.cfg
 	start := time.Now()
-	defer func() { o.Measurements = append(o.Measurements, engine.FloatM("run_wall_s", time.Since(start).Seconds())) }()
+	defer func() {
+		o.Measurements = append(o.Measurements, engine.FloatM("run_wall_s", time.Since(start).Seconds()))
+	}()
 	ref, err := b.startReference(ctx, t, job, refSO)
 	if ref == nil {
 		o.fail(engine.StageWorkerCrash, "", "starting the reference's process: "+err.Error())

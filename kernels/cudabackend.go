@@ -423,4 +423,3 @@ func (r *cudaSide) classify(o *Outcome, err error, sideName, during string) bool
 	}
 	return true
 }
-

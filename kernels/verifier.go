@@ -279,7 +279,10 @@ func (v *Verifier) evidence(ev engine.Evidence, t *Task, c engine.Candidate, o O
 		{Name: "reference", SHA256: sha(t.Reference)}, {Name: "candidate", SHA256: sha(c.Code)},
 		{Name: "args", SHA256: sha(string(argsJSON))}, {Name: "seed", SHA256: sha(fmt.Sprint(t.Seed))},
 	}
-	ev.LogExcerpt = excerpt(o.Log)
+	// Logs and causes quote compiler output and the candidate's prints:
+	// keep them valid UTF-8 so one bad candidate cannot break the writer.
+	ev.Cause = strings.ToValidUTF8(ev.Cause, "\uFFFD")
+	ev.LogExcerpt = strings.ToValidUTF8(excerpt(o.Log), "\uFFFD")
 	return ev
 }
 

@@ -27,6 +27,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -173,11 +175,57 @@ static const int killed_calls[] = {
 	SYS_umount2, SYS_pivot_root, SYS_chroot, SYS_unshare, SYS_setns, SYS_bpf, SYS_perf_event_open,
 	SYS_userfaultfd, SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register, SYS_keyctl, SYS_add_key,
 	SYS_request_key, SYS_init_module, SYS_finit_module, SYS_delete_module, SYS_kexec_load, SYS_reboot,
-	SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_personality, SYS_seccomp,
+	SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_personality,
+	/* Changing the file system: no kernel needs it (the mount view is what
+	 * confines reads; this makes writes impossible even without one). */
+	SYS_renameat, SYS_renameat2, SYS_unlinkat, SYS_mkdirat, SYS_symlinkat, SYS_linkat, SYS_fchmodat, SYS_fchownat,
+	SYS_truncate, SYS_mknodat, SYS_utimensat, SYS_name_to_handle_at, SYS_open_by_handle_at,
+#ifdef SYS_rename
+	SYS_rename, SYS_unlink, SYS_mkdir, SYS_rmdir, SYS_symlink, SYS_link, SYS_chmod, SYS_chown, SYS_lchown, SYS_creat,
+	SYS_mknod, SYS_utimes,
+#endif
 #ifdef SYS_open_tree
 	SYS_open_tree, SYS_move_mount, SYS_fsopen, SYS_fsmount,
 #endif
 };
+
+/* open/openat for writing (or creating) ends the process; after the
+ * library is loaded, opening anything does (install_no_open). */
+static int add_open_checks(struct sock_filter *f, int n, int no_open) {
+	const uint32_t wr = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
+	const struct { int nr, flags_arg; } opens[] = {
+#ifdef SYS_open
+		{SYS_open, 1},
+#endif
+		{SYS_openat, 2},
+	};
+	for (size_t i = 0; i < sizeof(opens) / sizeof(opens[0]); i++) {
+		if (no_open) {
+			f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)opens[i].nr, 0, 1);
+			f[n++] = (struct sock_filter)KILL;
+			continue;
+		}
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)opens[i].nr, 0, 4);
+		f[n++] = (struct sock_filter)LD_ARG_LO(opens[i].flags_arg);
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, wr, 0, 1);
+		f[n++] = (struct sock_filter)KILL;
+		f[n++] = (struct sock_filter)ALLOW;
+	}
+	/* openat2 carries its flags in a struct the filter cannot read. */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1);
+	f[n++] = (struct sock_filter)KILL;
+	return n;
+}
+
+static void install_no_open(void) {
+	struct sock_filter f[16];
+	int n = 0;
+	f[n++] = (struct sock_filter)LD_NR;
+	n = add_open_checks(f, n, 1);
+	f[n++] = (struct sock_filter)ALLOW;
+	struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) die(2, "seccomp", strerror(errno));
+}
 
 static void install_seccomp(pid_t self) {
 	struct sock_filter f[256];
@@ -202,6 +250,8 @@ static void install_seccomp(pid_t self) {
 		f[n++] = (struct sock_filter)KILL;
 		f[n++] = (struct sock_filter)ALLOW;
 	}
+	n = add_open_checks(f, n, 0);
+	f[n++] = (struct sock_filter)LD_NR;
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prlimit64, 0, 6);
 	f[n++] = (struct sock_filter)LD_ARG_LO(2);
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2);
@@ -213,6 +263,18 @@ static void install_seccomp(pid_t self) {
 	struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die(2, "no_new_privs", strerror(errno));
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) die(2, "seccomp", strerror(errno));
+}
+
+/* Started as root (no user namespace around it), become nobody: that drops
+ * every capability, so the side cannot reach other processes' memory or
+ * files it does not own. In a user namespace without that id mapped the
+ * calls fail and the namespace's own mapping is what confines it. */
+static void drop_privileges(void) {
+	if (geteuid() != 0) return;
+	if (setgroups(0, NULL) == 0 && setresgid(65534, 65534, 65534) == 0 && setresuid(65534, 65534, 65534) == 0) return;
+	if (getuid() == 0 && geteuid() == 0 && setresuid(65534, 65534, 65534) != 0) {
+		/* still root: keep going under the filter (the sandbox is the boundary) */
+	}
 }
 
 int main(int argc, char **argv) {
@@ -262,13 +324,21 @@ int main(int argc, char **argv) {
 	rl.rlim_cur = rl.rlim_max = 64u << 20;
 	setrlimit(RLIMIT_FSIZE, &rl);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* Open the library while still allowed to, load it through the fd. */
+	int lib_fd = open(argv[1], O_RDONLY | O_CLOEXEC);
+	if (lib_fd < 0) die(3, "open library", strerror(errno));
+	char lib_path[64];
+	snprintf(lib_path, sizeof lib_path, "/proc/self/fd/%d", lib_fd);
+	drop_privileges();
+	const char *lib = access(lib_path, R_OK) == 0 ? lib_path : argv[1]; /* no /proc: by path */
 	install_seccomp(getpid());
 	say('S'); /* from here on code of the side runs: its constructors first */
 
-	void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!h) die(3, "load", dlerror());
 	void *fn = dlsym(h, argv[2]);
 	if (!fn) die(3, "missing entry symbol", argv[2]);
+	install_no_open(); /* the kernel itself has no file to open */
 	say('L');
 
 	uint64_t a[16];
