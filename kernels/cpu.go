@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/internal/sandbox"
 )
 
 //go:embed embed/harness.c
@@ -31,6 +32,7 @@ type cpuBackend struct {
 	initErr   error
 	dir       string
 	harness   string
+	cc        string // the C compiler's absolute path (it runs inside the sandbox's view of /usr)
 	toolchain []engine.Tool
 	mu        sync.Mutex
 	refs      map[string]*refBuild
@@ -63,6 +65,13 @@ func (b *cpuBackend) Available() error {
 		if err != nil {
 			b.initErr = fmt.Errorf("%w: C compiler %q not found", ErrBackendUnavailable, b.cfg.CC)
 			return
+		}
+		if err := sandbox.Check(); err != nil {
+			b.initErr = fmt.Errorf("%w: candidates run only sandboxed: %v", ErrBackendUnavailable, err)
+			return
+		}
+		if b.cc, err = filepath.EvalSymlinks(cc); err != nil {
+			b.cc = cc
 		}
 		b.dir, err = os.MkdirTemp(b.cfg.TempDir, "crucible-kernels-cpu-")
 		if err != nil {
@@ -108,37 +117,39 @@ type compileOutcome struct {
 	overMemory bool
 }
 
-// compile builds name.c in dir into name.so with the compiler confined to
-// dir and limited in memory and CPU time.
+// compile builds name.c in dir into name.so with the compiler in a
+// sandbox whose only files are the system's and dir: an #include or
+// .incbin of any other path finds nothing. Memory (per process, cc1
+// included), CPU time and wall time are limited.
 func (b *cpuBackend) compile(ctx context.Context, dir, name, code string) (string, compileOutcome, error) {
 	src := filepath.Join(dir, name+".c")
-	so := filepath.Join(dir, name+".so")
 	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
 		return "", compileOutcome{}, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, b.cfg.CompileTimeout)
-	defer cancel()
 	var buf cappedBuffer
 	buf.limit = 32 << 10
-	args := append(append([]string{}, candidateFlags...), "-o", so, src, "-lm")
-	cmd := confinedCommand(cctx, confinedProc{Path: b.cfg.CC, Args: args, Dir: dir, Env: sandboxEnv,
-		MemBytes: uint64(b.cfg.CompileMemBytes), CPUSeconds: uint64(max(1, int(b.cfg.CompileTimeout.Seconds()))),
-		Stdout: &buf, Stderr: &buf})
-	err := cmd.Run()
-	killGroup(cmd)
-	co := compileOutcome{log: buf.String(), timedOut: cctx.Err() != nil && ctx.Err() == nil}
-	if err != nil && cmd.ProcessState != nil {
-		// The compiler's peak resident set (its own and its waited-for
-		// children's, cc1 included), as the kernel reports it.
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss*1024 >= b.cfg.CompileMemBytes/2 {
-			co.overMemory = true
-		}
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGXCPU {
-			co.timedOut = true
-		}
+	in := func(f string) string { return sandbox.JobDir + "/" + f }
+	argv := append(append([]string{b.cc}, candidateFlags...), "-o", in(name+".so"), in(name+".c"), "-lm")
+	r := runConfined(ctx, confinedProc{Argv: argv, Dir: dir,
+		Limits: sandbox.Limits{AddressSpaceBytes: b.cfg.CompileMemBytes, CPUSeconds: max(1, int(b.cfg.CompileTimeout.Seconds())),
+			FileSizeBytes: 256 << 20, Processes: 32, TmpBytes: 256 << 20},
+		Timeout: b.cfg.CompileTimeout, Stdout: &buf, Stderr: &buf})
+	co := compileOutcome{log: strings.ReplaceAll(buf.String(), sandbox.JobDir+"/", "")}
+	switch {
+	case r.SetupErr != nil:
+		return "", co, fmt.Errorf("%w: the compiler could not be started in its sandbox: %v", errInfra, r.SetupErr)
+	case r.ExitCode == 0 && r.Signal == 0:
+		return filepath.Join(dir, name+".so"), co, nil
 	}
-	return so, co, err
+	// Why it failed, from what the kernel reported: the peak resident set
+	// of the largest process (cc1), the signal, the backstop timer.
+	co.timedOut = r.Killed || r.Signal == syscall.SIGXCPU || r.Signal == syscall.SIGKILL
+	co.overMemory = r.MaxRSS >= b.cfg.CompileMemBytes/2
+	return "", co, fmt.Errorf("compiler failed (status %d, signal %v)", r.ExitCode, r.Signal)
 }
+
+// errInfra marks a failure of the verifier's own machinery.
+var errInfra = errors.New("infrastructure")
 
 // reference builds each distinct reference once per backend, in a scratch
 // directory of its own that is removed once the object is read.
@@ -243,6 +254,8 @@ func (b *cpuBackend) Verify(ctx context.Context, t *Task, c engine.Candidate) Ou
 	if err != nil {
 		o.Log = co.log
 		switch {
+		case errors.Is(err, errInfra):
+			o.fail(engine.StageWorkerCrash, "", err.Error())
 		case ctx.Err() != nil:
 			o.fail(engine.StageWorkerCrash, "", "verification cancelled: "+ctx.Err().Error())
 		case co.timedOut:

@@ -26,7 +26,6 @@ type hostileRow struct {
 	status    string   // expected status
 	stages    []string // acceptable failure stages
 	gate      string   // exploit gate that must have fired ("" = any or none)
-	mountView bool     // needs the sandbox's mount view (internal/sandbox) to hold
 }
 
 var hostileRows = []hostileRow{
@@ -40,8 +39,8 @@ var hostileRows = []hostileRow{
 	{class: "int64 rounded through float64", item: "shift_add_i64", file: "i64_through_double", status: engine.StatusFail, stages: []string{engine.StageMismatch}},
 	{class: "overwrite the cached ref.so", item: "vector_add_f32", file: "overwrite_ref", status: engine.StatusFail, stages: []string{engine.StageExploit}, gate: GateForbiddenCall},
 	{class: "compiler memory bomb", item: "vector_add_f32", file: "memhog_compile", status: engine.StatusFail, stages: []string{engine.StageResource}},
-	{class: "#include of an absolute path", item: "vector_add_f32", file: "include_abs", status: engine.StatusFail, stages: []string{engine.StageCompile}, mountView: true},
-	{class: ".incbin of an absolute path", item: "vector_add_f32", file: "incbin_abs", status: engine.StatusFail, stages: []string{engine.StageCompile}, mountView: true},
+	{class: "#include of an absolute path", item: "vector_add_f32", file: "include_abs", status: engine.StatusFail, stages: []string{engine.StageCompile}},
+	{class: ".incbin of an absolute path", item: "vector_add_f32", file: "incbin_abs", status: engine.StatusFail, stages: []string{engine.StageCompile}},
 	{class: "fopen outside the job dir at run time", item: "vector_add_f32", file: "fopen_outside", status: engine.StatusFail, stages: []string{engine.StageExploit}, gate: GateForbiddenCall},
 	{class: "execveat (raw syscall)", item: "vector_add_f32", file: "execveat_raw", status: engine.StatusFail, stages: []string{engine.StageExploit}, gate: GateForbiddenCall},
 	{class: "fork+setsid orphan (raw syscall)", item: "vector_add_f32", file: "fork_orphan_raw", status: engine.StatusFail, stages: []string{engine.StageExploit}, gate: GateForbiddenCall},
@@ -178,10 +177,6 @@ func TestHostileCandidates(t *testing.T) {
 	var rows []hostileRow
 	markers := map[string]string{}
 	for i, r := range hostileRows {
-		if r.mountView && !sandboxMountView {
-			t.Logf("SKIP row %q: needs the sandbox's mount view (internal/sandbox not merged)", r.class)
-			continue
-		}
 		code := r.code
 		switch {
 		case r.item == "memo_add_f32":

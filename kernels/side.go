@@ -10,24 +10,28 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/internal/sandbox"
 )
 
 // A side is one harness process running one library: the reference or the
 // candidate, never both. The verifier talks to it over two pipes it owns
-// (fd 3: commands, fd 4: replies); see embed/harness.c for the protocol.
+// (its stdin: commands, its stdout: replies); see embed/harness.c for the
+// protocol.
 // Everything the verdict uses comes from that pipe and from what the kernel
 // reports about the process (its exit status or signal), never from a file.
 type sideProc struct {
 	name        string // "reference" | "candidate"
 	t           *Task
-	cmd         *exec.Cmd
+	proc        procHandle
+	res         procResult // set when done is closed
+	stopCtx     func() bool
 	toChild     *os.File
 	fromChild   *bufio.Reader
 	fromFile    *os.File
@@ -81,15 +85,22 @@ func startSide(ctx context.Context, name, harness, dir, lib string, t *Task, cfg
 		w(a.Value)
 		w(uint64(PoisonByte(a.DType)))
 	}
-	return launchSide(ctx, name, confinedProc{Path: harness, Args: []string{lib, t.Entry}, Dir: dir, ReadOnly: []string{harness},
-		Env: sandboxEnv}, hdr.Bytes(), false, t, budget)
+	start := func(stdin io.Reader, stdout, stderr io.Writer) (procHandle, error) {
+		return startConfined(confinedProc{Argv: []string{harnessPath, sandbox.JobDir + "/" + filepath.Base(lib), t.Entry}, Dir: dir,
+			Binds:  []sandbox.Bind{{Source: harness, Target: harnessPath}},
+			Limits: sandbox.Limits{Processes: 8, FileSizeBytes: 64 << 20, OpenFiles: 64},
+			// A backstop only: the verifier's per-side budget kills it first.
+			Timeout: 2*budget + 30*time.Second, Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	}
+	return launchSide(ctx, name, start, hdr.Bytes(), false, t, budget)
 }
 
-// launchSide starts p with the two pipes as fds 3 and 4, sends the job
-// header and waits for the side to have loaded its code. A C harness says
-// 'S' (set up, filter installed) before loading; a trusted worker instead
-// may answer 'E' with an outcome.
-func launchSide(ctx context.Context, name string, p confinedProc, hdr []byte, worker bool, t *Task, budget time.Duration) (*sideProc, error) {
+// launchSide starts a side with the two pipes as its stdin and stdout,
+// sends the job header and waits for the side to have loaded its code. A C
+// harness says 'S' (set up, filter installed) before loading; a trusted
+// worker instead may answer 'E' with an outcome.
+func launchSide(ctx context.Context, name string, start func(stdin io.Reader, stdout, stderr io.Writer) (procHandle, error),
+	hdr []byte, worker bool, t *Task, budget time.Duration) (*sideProc, error) {
 	s := &sideProc{name: name, t: t, done: make(chan struct{}), budget: budget, phase: "start", worker: worker}
 	s.log.limit = 32 << 10
 	cmdR, cmdW, err := os.Pipe()
@@ -102,9 +113,7 @@ func launchSide(ctx context.Context, name string, p confinedProc, hdr []byte, wo
 		cmdW.Close()
 		return nil, err
 	}
-	p.ExtraFiles, p.Stdout, p.Stderr = []*os.File{cmdR, repW}, &s.log, &s.log
-	s.cmd = confinedCommand(ctx, p)
-	err = s.cmd.Start()
+	s.proc, err = start(cmdR, repW, &s.log)
 	cmdR.Close()
 	repW.Close()
 	if err != nil {
@@ -113,7 +122,8 @@ func launchSide(ctx context.Context, name string, p confinedProc, hdr []byte, wo
 		return nil, err
 	}
 	s.toChild, s.fromFile, s.fromChild = cmdW, repR, bufio.NewReaderSize(repR, 1<<16)
-	go func() { s.cmd.Wait(); close(s.done) }()
+	s.stopCtx = context.AfterFunc(ctx, s.proc.Kill)
+	go func() { s.res = s.proc.Wait(); close(s.done) }()
 	s.phase = "setup"
 	err = s.exchange(func() error {
 		if _, err := s.toChild.Write(hdr); err != nil {
@@ -138,7 +148,7 @@ func (s *sideProc) exchange(f func() error) error {
 		s.mu.Lock()
 		s.watchdog = true
 		s.mu.Unlock()
-		killGroup(s.cmd)
+		s.proc.Kill()
 	})
 	err := f()
 	timer.Stop()
@@ -262,25 +272,26 @@ func (s *sideProc) quit() {
 	select {
 	case <-s.done:
 	case <-time.After(5 * time.Second):
-		killGroup(s.cmd)
+		s.proc.Kill()
 		<-s.done
 	}
-	killGroup(s.cmd)
 	s.fromFile.Close()
+	s.stopCtx()
 }
 
 // kill ends the side and waits for it.
 func (s *sideProc) kill() {
-	killGroup(s.cmd)
+	s.proc.Kill()
 	<-s.done
 	s.toChild.Close()
 	s.fromFile.Close()
+	s.stopCtx()
 }
 
 // exitedCleanly reports whether the side, after quit, exited with status 0.
 func (s *sideProc) exitedCleanly() bool {
-	ps := s.cmd.ProcessState
-	return ps != nil && ps.Exited() && ps.ExitCode() == 0
+	<-s.done
+	return s.res.SetupErr == nil && s.res.Signal == 0 && s.res.ExitCode == 0
 }
 
 // classify turns a failed side into the outcome's stage, from what the
@@ -321,11 +332,7 @@ func (s *sideProc) classify(o *Outcome, cause error) {
 	failRef := func(kstage, why string) {
 		o.fail(engine.StageReferenceSelfCheck, kstage, "reference "+why)
 	}
-	ps := s.cmd.ProcessState
-	var ws syscall.WaitStatus
-	if ps != nil {
-		ws, _ = ps.Sys().(syscall.WaitStatus)
-	}
+	r := s.res
 	switch {
 	case watchdog:
 		if ref {
@@ -333,29 +340,31 @@ func (s *sideProc) classify(o *Outcome, cause error) {
 		} else {
 			o.fail(engine.StageTimeout, "timeout", fmt.Sprintf("ran past the wall-clock budget during %s", s.phase))
 		}
-	case ps == nil:
-		o.fail(engine.StageWorkerCrash, "", fmt.Sprintf("%s process state unknown: %v", s.name, cause))
-	case ws.Signaled() && ws.Signal() == syscall.SIGSYS:
+	case r.SetupErr != nil:
+		o.fail(engine.StageWorkerCrash, "", fmt.Sprintf("%s process could not be started or confined: %v", s.name, r.SetupErr))
+	case r.Killed:
+		o.fail(engine.StageWorkerCrash, "", fmt.Sprintf("%s process killed by the verifier's backstop (%v)", s.name, cause))
+	case r.Signal == syscall.SIGSYS:
 		if ref {
 			failRef("exploit", "made a system call the sandbox forbids (killed by seccomp)")
 		} else {
-			o.exploit(GateForbiddenCall, "made a system call the sandbox forbids (killed by seccomp): process creation, exec, ptrace, signalling another process, raising limits, sockets or namespaces")
+			o.exploit(GateForbiddenCall, "made a system call the sandbox forbids (killed by seccomp): process creation, exec, ptrace, signalling another process, opening files, raising limits, sockets or namespaces")
 			o.fail(engine.StageExploit, "exploit", "exploit: "+o.exploitSummary())
 		}
-	case ws.Signaled() && (ws.Signal() == syscall.SIGXCPU || ws.Signal() == syscall.SIGKILL):
+	case r.Signal == syscall.SIGXCPU || r.Signal == syscall.SIGKILL:
 		if ref {
 			failRef("timeout", "ran past its CPU-time limit")
 		} else {
-			o.fail(engine.StageTimeout, "timeout", fmt.Sprintf("CPU-time limit reached (%s) during %s", ws.Signal(), s.phase))
+			o.fail(engine.StageTimeout, "timeout", fmt.Sprintf("CPU-time limit reached (%s) during %s", r.Signal, s.phase))
 		}
-	case ws.Signaled():
+	case r.Signal != 0:
 		switch {
 		case ref:
-			failRef("runtime", fmt.Sprintf("crashed: %s during %s", ws.Signal(), s.phase))
+			failRef("runtime", fmt.Sprintf("crashed: %s during %s", r.Signal, s.phase))
 		case allocFailed:
-			o.fail(engine.StageResource, "resource", fmt.Sprintf("killed by %s after an allocation failed under the memory limit", ws.Signal()))
+			o.fail(engine.StageResource, "resource", fmt.Sprintf("killed by %s after an allocation failed under the memory limit", r.Signal))
 		default:
-			o.fail(engine.StageSimulate, "runtime", fmt.Sprintf("candidate crashed: %s during %s", ws.Signal(), s.phase))
+			o.fail(engine.StageSimulate, "runtime", fmt.Sprintf("candidate crashed: %s during %s", r.Signal, s.phase))
 		}
 	case s.phase == "setup":
 		// Before 'S' only the harness ran (reading its job, limiting
@@ -365,26 +374,20 @@ func (s *sideProc) classify(o *Outcome, cause error) {
 		} else {
 			o.fail(engine.StageWorkerCrash, "", "harness setup failed: "+lastLines(o.Log))
 		}
-	case ws.Exited() && s.phase == "load":
+	case s.phase == "load":
 		if ref {
-			failRef("load", fmt.Sprintf("did not load (status %d): %s", ws.ExitStatus(), lastLines(o.Log)))
+			failRef("load", fmt.Sprintf("did not load (status %d): %s", r.ExitCode, lastLines(o.Log)))
 		} else {
-			o.fail(engine.StageElaborate, "load", fmt.Sprintf("candidate did not load (status %d): %s", ws.ExitStatus(), firstLine(lastLines(o.Log), "see log")))
-		}
-	case ws.Exited():
-		switch {
-		case ref:
-			failRef("runtime", fmt.Sprintf("ended its process with status %d during %s", ws.ExitStatus(), s.phase))
-		case allocFailed:
-			o.fail(engine.StageResource, "resource", fmt.Sprintf("exited (status %d) after an allocation failed under the memory limit", ws.ExitStatus()))
-		default:
-			o.fail(engine.StageSimulate, "runtime", fmt.Sprintf("candidate ended its process with status %d during %s", ws.ExitStatus(), s.phase))
+			o.fail(engine.StageElaborate, "load", fmt.Sprintf("candidate did not load (status %d): %s", r.ExitCode, firstLine(lastLines(o.Log), "see log")))
 		}
 	default:
-		if ref {
-			failRef("runtime", fmt.Sprintf("failed: %v", cause))
-		} else {
-			o.fail(engine.StageSimulate, "runtime", fmt.Sprintf("candidate failed: %v", cause))
+		switch {
+		case ref:
+			failRef("runtime", fmt.Sprintf("ended its process with status %d during %s", r.ExitCode, s.phase))
+		case allocFailed:
+			o.fail(engine.StageResource, "resource", fmt.Sprintf("exited (status %d) after an allocation failed under the memory limit", r.ExitCode))
+		default:
+			o.fail(engine.StageSimulate, "runtime", fmt.Sprintf("candidate ended its process with status %d during %s", r.ExitCode, s.phase))
 		}
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/crucible-data/crucible/engine"
@@ -16,7 +18,7 @@ import (
 // Worker processes. A GPU side (the reference or one candidate) runs in a
 // child process that is this same executable started with
 // CRUCIBLE_KERNELS_WORKER set, speaking the side protocol of side.go on
-// fds 3 and 4. Every main that links the package (the crucible CLI,
+// its stdin and stdout. Every main that links the package (the crucible CLI,
 // gpucheck, the package's tests) calls RunWorkerIfRequested first thing,
 // explicitly: a process-wide side effect stays visible in main rather than
 // hidden in an init.
@@ -29,7 +31,13 @@ const (
 // was started as one; otherwise it returns at once.
 func RunWorkerIfRequested() {
 	if kind := os.Getenv(workerEnv); kind != "" {
-		os.Exit(workerMain(kind, os.NewFile(3, "commands"), os.NewFile(4, "replies")))
+		// The protocol runs on stdin/stdout; anything else that prints
+		// (the driver, NVRTC) goes to stderr.
+		out, err := syscall.Dup(1)
+		if err != nil || syscall.Dup3(2, 1, 0) != nil {
+			os.Exit(2)
+		}
+		os.Exit(workerMain(kind, os.Stdin, os.NewFile(uintptr(out), "replies")))
 	}
 }
 
@@ -45,7 +53,7 @@ type workerJob struct {
 func workerMain(kind string, in io.Reader, out io.Writer) int {
 	var n uint32
 	if err := binary.Read(in, binary.LittleEndian, &n); err != nil || n > 256<<20 {
-		fmt.Fprintln(os.Stderr, "kernels worker: no job on fd 3:", err)
+		fmt.Fprintln(os.Stderr, "kernels worker: no job on stdin:", err)
 		return 2
 	}
 	buf := make([]byte, n)
@@ -101,7 +109,15 @@ func startCUDAWorker(ctx context.Context, exe string, gpu int, cfg Config, t *Ta
 		return nil, err
 	}
 	env := append(os.Environ(), workerEnv+"="+workerCUDA, "CUDA_VISIBLE_DEVICES="+strconv.Itoa(gpu), "CUDA_DEVICE_ORDER=PCI_BUS_ID")
-	s, err := launchSide(ctx, role, confinedProc{Path: exe, Dir: dir, Env: env}, append(hdr, job...), true, t, cfg.Timeout+30*time.Second)
+	// The worker is trusted Go code that needs the GPU's device nodes, which
+	// the sandbox's view does not have; the candidate's part is device code
+	// only (it makes no system calls) and runs in a process of its own.
+	start := func(stdin io.Reader, stdout, stderr io.Writer) (procHandle, error) {
+		cmd := exec.Command(exe)
+		cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = dir, env, stdin, stdout, stderr
+		return startPlain(cmd)
+	}
+	s, err := launchSide(ctx, role, start, append(hdr, job...), true, t, cfg.Timeout+30*time.Second)
 	if s != nil {
 		go func() { <-s.done; os.RemoveAll(dir) }()
 	} else {

@@ -104,6 +104,9 @@ type Result struct {
 	// killed the tree, at least what schedstat showed at that moment.
 	CPU  time.Duration
 	Wall time.Duration
+	// MaxRSS is the peak resident set of the tree's largest process, in
+	// bytes (the init's rusage, which covers every process it reaped).
+	MaxRSS int64
 	// ExecErr: the job's program could not be started (not found in the
 	// sandbox's view, not executable). The job's fault or a missing tool,
 	// never something it did while running.

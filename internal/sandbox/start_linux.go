@@ -218,6 +218,9 @@ func (p *Process) build(rep []byte) Result {
 	res := Result{ExitCode: -1, Wall: time.Since(p.start)}
 	if ps := p.cmd.ProcessState; ps != nil {
 		res.CPU = ps.UserTime() + ps.SystemTime()
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			res.MaxRSS = ru.Maxrss * 1024
+		}
 	}
 	var r initReport
 	haveReport := len(bytes.TrimSpace(rep)) > 0 && json.Unmarshal(rep, &r) == nil

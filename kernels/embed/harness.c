@@ -2,7 +2,7 @@
 // candidate, never both). It is compiled once per verifier and started as
 // its own process per side and job:
 //
-//   harness LIB.so SYMBOL          (fd 3: commands from the verifier, fd 4: replies)
+//   harness LIB.so SYMBOL          (stdin: commands from the verifier, stdout: replies)
 //
 // The verifier (the trusted Go process) drives it call by call: it sends
 // the job header, then for every call the freshly generated inputs; the
@@ -44,8 +44,9 @@
 #include <unistd.h>
 
 #define JOB_MAGIC 0x324a4f4243555243ULL /* "CRUCBOJ2" little-endian */
-#define CMD_FD 3
-#define REPLY_FD 4
+/* The protocol's descriptors: stdin and stdout as started, moved away at
+ * once so the side's own prints (stdout) go to stderr, i.e. the log. */
+static int CMD_FD = 0, REPLY_FD = 1;
 
 enum { ROLE_IN = 0, ROLE_OUT = 1, ROLE_SCALAR = 2 };
 enum { CMD_QUIT = 0, CMD_CALL = 1 };
@@ -278,7 +279,12 @@ static void drop_privileges(void) {
 }
 
 int main(int argc, char **argv) {
-	if (argc != 3) die(2, "usage", "harness LIB.so SYMBOL (fd 3 commands, fd 4 replies)");
+	if (argc != 3) die(2, "usage", "harness LIB.so SYMBOL (stdin commands, stdout replies)");
+	CMD_FD = fcntl(0, F_DUPFD_CLOEXEC, 10);
+	REPLY_FD = fcntl(1, F_DUPFD_CLOEXEC, 10);
+	int nul = open("/dev/null", O_RDONLY);
+	if (CMD_FD < 0 || REPLY_FD < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(2, 1) < 0) die(2, "descriptors", strerror(errno));
+	close(nul);
 	uint64_t magic, mem_limit;
 	uint32_t nargs, pad, cpu_s;
 	readn(&magic, 8);
