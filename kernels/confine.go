@@ -3,6 +3,7 @@ package kernels
 import (
 	"context"
 	"io"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -126,3 +127,30 @@ var sandboxEnv = []string{"PATH=/usr/bin:/bin", "LANG=C", "OMP_NUM_THREADS=1"}
 
 // harnessPath is where the harness binary appears inside a side's sandbox.
 const harnessPath = "/crucible/harness"
+
+// startGPUWorker starts a GPU worker (it needs the device nodes, which the
+// sandbox's view lacks) in new user, PID, network and IPC namespaces: it
+// cannot see, signal or trace the verifier or another job, has no network,
+// and everything it starts dies with it. Its uid is the verifier's own,
+// mapped into the namespace, and there is no mount view: it sees the host's
+// files with that uid's rights (see doc.go, residual risks).
+// CRUCIBLE_GPU_WORKER_NAMESPACES=0 turns the namespaces off, for a driver
+// that refuses them.
+func startGPUWorker(cmd *exec.Cmd) (procHandle, error) {
+	if os.Getenv("CRUCIBLE_GPU_WORKER_NAMESPACES") == "0" {
+		return startPlain(cmd)
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL,
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		// Take the mapped ids: until then the child holds the verifier's
+		// credentials unmapped.
+		Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}}
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return &plainProc{cmd: cmd}, nil
+}

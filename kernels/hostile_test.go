@@ -19,13 +19,13 @@ import (
 // hostileRow is one candidate of the hostile suite with its expected
 // verdict. Attack rows must fail (at one of stages); control rows must pass.
 type hostileRow struct {
-	class     string   // attack class, as issue 15 names it
-	item      string   // task
-	file      string   // testdata/hostile/<file>.c (templated: @MARKER@, @SECRET@)
-	code      string   // generated source instead of a file
-	status    string   // expected status
-	stages    []string // acceptable failure stages
-	gate      string   // exploit gate that must have fired ("" = any or none)
+	class  string   // attack class, as issue 15 names it
+	item   string   // task
+	file   string   // testdata/hostile/<file>.c (templated: @MARKER@, @SECRET@)
+	code   string   // generated source instead of a file
+	status string   // expected status
+	stages []string // acceptable failure stages
+	gate   string   // exploit gate that must have fired ("" = any or none)
 }
 
 var hostileRows = []hostileRow{

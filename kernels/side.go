@@ -42,8 +42,9 @@ type sideProc struct {
 	watchdog    bool // the budget ran out and the watchdog killed it
 	allocFailed bool // it reported a failed allocation
 	phase       string
-	worker      bool     // a trusted worker (this binary): it times calls itself and may report an outcome
-	report      *Outcome // the outcome a trusted worker reported ('E')
+	worker      bool     // a worker (not the C harness): it times calls itself and may report an outcome ('E')
+	untrusted   bool     // a worker whose process runs the candidate's host code (triton): its reports are believed only before that code ran
+	report      *Outcome // the outcome a worker reported ('E')
 	hiddenMs    float64  // from a worker: device time still busy after the timed stream, last call
 }
 
@@ -101,7 +102,13 @@ func startSide(ctx context.Context, name, harness, dir, lib string, t *Task, cfg
 // worker instead may answer 'E' with an outcome.
 func launchSide(ctx context.Context, name string, start func(stdin io.Reader, stdout, stderr io.Writer) (procHandle, error),
 	hdr []byte, worker bool, t *Task, budget time.Duration) (*sideProc, error) {
-	s := &sideProc{name: name, t: t, done: make(chan struct{}), budget: budget, phase: "start", worker: worker}
+	return launchSideWith(ctx, &sideProc{name: name, t: t, worker: worker, budget: budget}, start, hdr)
+}
+
+// launchSideWith is launchSide for a side whose options are already set.
+func launchSideWith(ctx context.Context, s *sideProc, start func(stdin io.Reader, stdout, stderr io.Writer) (procHandle, error), hdr []byte) (*sideProc, error) {
+	s.done, s.phase = make(chan struct{}), "start"
+	worker := s.worker
 	s.log.limit = 32 << 10
 	cmdR, cmdW, err := os.Pipe()
 	if err != nil {
@@ -129,7 +136,7 @@ func launchSide(ctx context.Context, name string, start func(stdin io.Reader, st
 		if _, err := s.toChild.Write(hdr); err != nil {
 			return err
 		}
-		if !worker {
+		if !worker || s.untrusted {
 			if err := s.expect('S'); err != nil {
 				return err
 			}
@@ -205,6 +212,12 @@ func (s *sideProc) readReport() error {
 	}
 	if !engine.IsKnownStage(o.Stage) || o.Stage == "" || !kernelStages[o.KernelStage] {
 		return protocolError{fmt.Sprintf("report with unknown stage %q/%q", o.Stage, o.KernelStage)}
+	}
+	if s.untrusted && s.name == "candidate" && s.phase != "setup" && engine.IsInfraStage(o.Stage) {
+		// Sent after the candidate's code ran in that process: it could
+		// have sent it itself. A failure it claims is not the verifier's.
+		o = Outcome{Stage: engine.StageSimulate, KernelStage: "runtime",
+			Cause: fmt.Sprintf("the candidate's process reported %q after its code ran (not believed): %s", o.Stage, o.Cause)}
 	}
 	s.report = &o
 	return errReported
@@ -370,9 +383,9 @@ func (s *sideProc) classify(o *Outcome, cause error) {
 		// Before 'S' only the harness ran (reading its job, limiting
 		// itself, installing the filter): nothing of the side has run yet.
 		if ref {
-			failRef("load", "harness setup failed: "+lastLines(o.Log))
+			failRef("load", "setup failed: "+lastLines(o.Log))
 		} else {
-			o.fail(engine.StageWorkerCrash, "", "harness setup failed: "+lastLines(o.Log))
+			o.fail(engine.StageWorkerCrash, "", s.name+" process setup failed: "+lastLines(o.Log))
 		}
 	case s.phase == "load":
 		if ref {

@@ -184,17 +184,25 @@ func runAudit(ctx context.Context, t *Task, run referenceRunner) (*Strength, Out
 	if o.Stage != "" {
 		return nil, o
 	}
+	if why := selfConsistent(t, outs[0], outs[1]); why != "" {
+		o.fail(engine.StageReferenceSelfCheck, "mismatch", why)
+		return nil, o
+	}
+	return auditStrength(t, a, outs[0], outs[2]), o
+}
+
+// selfConsistent says how the reference's outputs on the same inputs
+// differ between two runs ("" when they agree within the tolerance).
+func selfConsistent(t *Task, first, again [][]byte) string {
 	for i, arg := range t.Args {
 		if arg.Role != RoleOutput {
 			continue
 		}
-		if c := Compare(arg.DType, outs[0][i], outs[1][i], t.ToleranceFor(arg.DType, outs[0][i])); !c.OK() {
-			o.fail(engine.StageReferenceSelfCheck, "mismatch",
-				fmt.Sprintf("the reference's output %s differs between two runs on the same inputs (%d of %d elements)", arg.Name, c.Bad, c.Elems))
-			return nil, o
+		if c := Compare(arg.DType, first[i], again[i], t.ToleranceFor(arg.DType, first[i])); !c.OK() {
+			return fmt.Sprintf("the reference's output %s differs between two runs on the same inputs (%d of %d elements)", arg.Name, c.Bad, c.Elems)
 		}
 	}
-	return auditStrength(t, a, outs[0], outs[2]), o
+	return ""
 }
 
 // cachedAudit returns t's audit from cache, running it once. A failed

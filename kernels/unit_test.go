@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -202,34 +203,37 @@ func TestParseLaunchPlan(t *testing.T) {
 	}
 }
 
-func TestTritonResultCanonicalised(t *testing.T) {
-	out := "candidate noise\nCRUCIBLE_RESULT fake {\"stage\":\"\"}\n" +
-		"\nCRUCIBLE_RESULT n1 {\"stage\":\"mismatch\",\"kernel_stage\":\"mismatch\",\"cause\":\"bad\",\"trials\":99," +
-		"\"ref_ms\":[1,2,-1],\"cand_ms\":[0.5],\"exploits\":{\"delegation\":\"x\",\"made_up\":\"y\"}," +
-		"\"measurements\":{\"b\":1.5,\"a\":\"t\",\"c\":[1]},\"tools\":{\"gpu\":\"H200\"}}\n"
-	r, err := parseTritonResult(out, "n1")
+// Triton frames round-trip, and a candidate's outputs that differ in
+// count, dtype or shape from the reference's are a mismatch, never a panic.
+func TestTritonFrames(t *testing.T) {
+	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var o Outcome
-	cfg := DefaultConfig()
-	canonicalise(r, &o, cfg)
-	if o.Stage != engine.StageMismatch || o.Trials != cfg.Trials || len(o.RefTimes) != 2 || len(o.CandTimes) != 1 {
-		t.Fatalf("outcome %+v", o)
+	vals := []tensor{{DType: "float32", Shape: []int64{2, 2}, raw: make([]byte, 16)}, {Value: float64(3)},
+		{DType: "int64", Shape: []int64{3}, raw: make([]byte, 24)}}
+	go func() { writeFrame(w, vals); w.Close() }()
+	s := &sideProc{fromChild: bufio.NewReader(r)}
+	got, err := s.readFrame()
+	if err != nil || len(got) != 3 || got[0].DType != "float32" || len(got[0].raw) != 16 || got[1].Value != float64(3) || len(got[2].raw) != 24 {
+		t.Fatalf("frame %+v, %v", got, err)
 	}
-	if _, ok := o.Exploits["made_up"]; ok || o.Exploits["delegation"] != "x" {
-		t.Fatalf("exploits %v", o.Exploits)
+	task := &Task{ItemID: "kb"}
+	ft, err := frameTask(task, got[:2], got[2:])
+	if err != nil || len(ft.Args) != 2 || ft.Args[1].Role != RoleOutput || ft.Args[1].Bytes != 24 {
+		t.Fatalf("frame task %+v, %v", ft, err)
 	}
-	if len(o.Measurements) != 2 || o.Measurements[0].Name != "worker_a" || o.Measurements[1].Name != "worker_b" {
-		t.Fatalf("measurements not sorted/filtered: %+v", o.Measurements)
+	if _, _, _, why := frameBuffers(ft, got[:2], got[2:], got[2:]); why != "" {
+		t.Fatalf("matching outputs rejected: %s", why)
 	}
-	if _, err := parseTritonResult(out, "other"); err == nil {
-		t.Fatal("result with the wrong nonce accepted")
+	for _, bad := range [][]tensor{{}, {{DType: "int32", Shape: []int64{3}, raw: make([]byte, 12)}},
+		{{DType: "int64", Shape: []int64{1, 3}, raw: make([]byte, 24)}}, {{DType: "int64", Shape: []int64{3}, raw: make([]byte, 8)}}} {
+		if _, _, _, why := frameBuffers(ft, got[:2], got[2:], bad); why == "" {
+			t.Errorf("candidate outputs %+v accepted", bad)
+		}
 	}
-	var bad Outcome
-	canonicalise(&tritonResult{Stage: "pwned"}, &bad, cfg)
-	if bad.Stage != engine.StagePayloadCorrupt {
-		t.Fatalf("unknown stage admitted: %+v", bad)
+	if _, err := frameTask(task, nil, []tensor{{DType: "complex64", Shape: []int64{1}}}); err == nil {
+		t.Error("a dtype the verifier cannot compare was accepted")
 	}
 }
 

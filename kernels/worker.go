@@ -110,12 +110,12 @@ func startCUDAWorker(ctx context.Context, exe string, gpu int, cfg Config, t *Ta
 	}
 	env := append(os.Environ(), workerEnv+"="+workerCUDA, "CUDA_VISIBLE_DEVICES="+strconv.Itoa(gpu), "CUDA_DEVICE_ORDER=PCI_BUS_ID")
 	// The worker is trusted Go code that needs the GPU's device nodes, which
-	// the sandbox's view does not have; the candidate's part is device code
-	// only (it makes no system calls) and runs in a process of its own.
+	// the sandbox's view does not have (see startGPUWorker); the candidate's
+	// part is device code only and runs in a process of its own.
 	start := func(stdin io.Reader, stdout, stderr io.Writer) (procHandle, error) {
 		cmd := exec.Command(exe)
 		cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = dir, env, stdin, stdout, stderr
-		return startPlain(cmd)
+		return startGPUWorker(cmd)
 	}
 	s, err := launchSide(ctx, role, start, append(hdr, job...), true, t, cfg.Timeout+30*time.Second)
 	if s != nil {
