@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -196,6 +197,10 @@ func (b *tritonBackend) judge(ctx context.Context, gpu int, t *Task, c engine.Ca
 		}
 		for rep := 0; rep < n; rep++ {
 			ins, refOuts, refMs, err := ref.tritonRefCall(rng.Uint64())
+			if errors.Is(err, errFrameTooLarge) {
+				o.fail(engine.StageToolchainUnsupported, "", err.Error())
+				return o
+			}
 			if err != nil {
 				ref.classify(&o, err)
 				return o
@@ -272,7 +277,10 @@ func (b *tritonBackend) audit(ref *sideProc, t *Task, rng *rand.Rand) (*Strength
 	var outs [3][]tensor
 	for k, seed := range seeds {
 		var err error
-		if ins[k], outs[k], _, err = ref.tritonRefCall(seed); err != nil {
+		if ins[k], outs[k], _, err = ref.tritonRefCall(seed); errors.Is(err, errFrameTooLarge) {
+			o.fail(engine.StageToolchainUnsupported, "", err.Error())
+			return nil, o
+		} else if err != nil {
 			ref.classify(&o, err)
 			return nil, o
 		}
@@ -418,8 +426,13 @@ func (s *sideProc) readJSON(v any) error {
 	return nil
 }
 
-// maxFrameBytes bounds one frame's tensor data.
-const maxFrameBytes = 4 << 30
+// maxFrameBytes bounds one frame's tensor data: every call's inputs and
+// outputs travel through this process (KernelBench's full-size problems,
+// several GB per tensor, exceed it; see doc.go).
+const maxFrameBytes = 2 << 30
+
+// errFrameTooLarge: a side sent more tensor data than maxFrameBytes.
+var errFrameTooLarge = errors.New("tensors too large to move between the reference's and the candidate's processes")
 
 func (s *sideProc) readFrame() ([]tensor, error) {
 	var n uint32
@@ -454,7 +467,7 @@ func (s *sideProc) readFrame() ([]tensor, error) {
 			elems *= d
 		}
 		if total += elems * size; elems > 1<<34 || total > maxFrameBytes {
-			return nil, protocolError{"frame too large"}
+			return nil, fmt.Errorf("%w (%d bytes so far, at most %d)", errFrameTooLarge, total, int64(maxFrameBytes))
 		}
 		out[i].raw = make([]byte, elems*size)
 		if _, err := io.ReadFull(s.fromChild, out[i].raw); err != nil {
