@@ -346,20 +346,6 @@ func (b *cpuBackend) run(ctx context.Context, t *Task, job string, refSO []byte,
 	return o
 }
 
-// runGroup runs cmd in its own process group: the whole group is killed
-// when cmd's context ends (waiting at most waitDelay for its output), and
-// again once it exits, so nothing a candidate spawned outlives its run.
-func runGroup(cmd *exec.Cmd, waitDelay time.Duration) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = waitDelay
-	err := cmd.Run()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	return err
-}
-
 // runCapped runs a command in its own process group, killing the group when
 // ctx ends, and returns its combined output (capped).
 func runCapped(ctx context.Context, dir, name string, args ...string) (string, error) {
