@@ -153,8 +153,9 @@ func (b *tritonBackend) Verify(ctx context.Context, t *Task, c engine.Candidate)
 	return o
 }
 
-func (b *tritonBackend) judge(ctx context.Context, gpu int, t *Task, c engine.Candidate) Outcome {
-	o := Outcome{}
+func (b *tritonBackend) judge(ctx context.Context, gpu int, t *Task, c engine.Candidate) (o Outcome) {
+	var strength *Strength
+	defer func() { o.Strength = strength }() // a worker's report replaces o: keep the audit's figures
 	initSeed := NewInputSource().Uint64()
 	ref, init, err := b.startWorker(ctx, gpu, tritonJob{Role: "reference", Code: t.Reference, Entry: "Model", InitSeed: initSeed})
 	if ref == nil {
@@ -175,7 +176,7 @@ func (b *tritonBackend) judge(ctx context.Context, gpu int, t *Task, c engine.Ca
 	if ar.fail.Stage != "" {
 		return ar.fail
 	}
-	o.Strength = ar.strength
+	strength = ar.strength
 	cand, _, err := b.startWorker(ctx, gpu, tritonJob{Role: "candidate", Code: c.Code, Entry: t.Entry, InitSeed: initSeed, Init: init})
 	if cand == nil {
 		o.fail(engine.StageWorkerCrash, "", "starting the candidate's worker: "+err.Error())
