@@ -46,6 +46,7 @@ var hostileRows = []hostileRow{
 	{class: "fork+setsid orphan (raw syscall)", item: "vector_add_f32", file: "fork_orphan_raw", status: engine.StatusFail, stages: []string{engine.StageExploit}, gate: GateForbiddenCall},
 	{class: "sigqueue(getppid(), SIGKILL) (raw syscall)", item: "vector_add_f32", file: "sigqueue_parent_raw", status: engine.StatusFail, stages: []string{engine.StageExploit}, gate: GateForbiddenCall},
 	{class: "sigqueue(getppid(), SIGKILL) (libc)", item: "vector_add_f32", file: "sigqueue_parent", status: engine.StatusFail, stages: []string{engine.StageExploit}, gate: GateForbiddenCall},
+	{class: "raise RLIMIT_AS from inside", item: "vector_add_f32", file: "raise_rlimit", status: engine.StatusFail, stages: []string{engine.StageExploit}, gate: GateForbiddenCall},
 	{class: "exit(4) taken as a reference failure", item: "vector_add_f32", file: "exit4", status: engine.StatusFail, stages: []string{engine.StageSimulate}},
 	{class: "blame byte of a candidate-writable state file", item: "vector_add_f32", file: "blame_byte", status: engine.StatusFail, stages: []string{engine.StageExploit, engine.StageSimulate}},
 	{class: "'No space left on device' on stderr", item: "vector_add_f32", file: "disk_full_text", status: engine.StatusFail, stages: []string{engine.StageMismatch}},
