@@ -4,7 +4,7 @@
 # memory, a kernel hiding its work on another stream, an illegal-address crash, a compile error, and the
 # exploit classes of the hostile suite (identity store, cache replay, computing only on some repetitions,
 # reading the reference's buffers, softmax rows scaled by 1.04) — and the triton backend on two
-# KernelBench level-1 problems (ReLU, Sigmoid; batch shrunk from 4096 to 64 rows so every call's tensors
+# KernelBench level-1 problems (ReLU, Sigmoid; batch shrunk from 4096 to 16 rows so every call's tensors
 # can travel between the reference's and the candidate's processes) with correct, wrong, delegating,
 # side-stream, reference-seeking, cache-replaying, infrastructure-claiming and parent-killing
 # candidates. Reference and candidate run in separate worker processes on both backends. It prints the
@@ -32,7 +32,7 @@ want = {19: "kb_level1_19_ReLU", 21: "kb_level1_21_Sigmoid"}
 for line in open(src):
     row = json.loads(line)
     if row["problem_id"] in want:
-        code = re.sub(r"^batch_size\s*=\s*\d+", "batch_size = 64", row["code"], flags=re.M)
+        code = re.sub(r"^batch_size\s*=\s*\d+", "batch_size = 16", row["code"], flags=re.M)
         open(f"{dst}/{want[row['problem_id']]}.py", "w").write(code)
 PY
 fi

@@ -73,7 +73,7 @@ func main() {
 	cands := flag.String("cands", "kernels/testdata/gpucheck", "candidates: cuda/<item>__<kind>.cu, triton/<item>__<kind>.py")
 	kb := flag.String("kernelbench", ".gpucheck/kernelbench", "KernelBench problem sources <item>.py (copied from ../shared/datasets)")
 	out := flag.String("out", "", "write evidence JSON here (optional)")
-	trials := flag.Int("trials", 3, "trials per candidate")
+	trials := flag.Int("trials", 2, "trials per candidate")
 	reps := flag.Int("reps", 5, "timed repetitions per side per trial")
 	flag.Parse()
 	if err := run(*seeds, *cands, *kb, *out, *trials, *reps); err != nil {
@@ -129,7 +129,7 @@ func run(seedDir, candDir, kbDir, outPath string, trials, reps int) error {
 		}
 	}
 	cfg := kernels.DefaultConfig()
-	cfg.Trials, cfg.Reps, cfg.Warmup = trials, reps, 3
+	cfg.Trials, cfg.Reps, cfg.Warmup = trials, reps, 1 // every call moves fresh inputs to both processes: keep the check short
 	cfg.Workers = 1 // one GPU, one job at a time: clean timings
 	cfg.Timeout = 60 * time.Second
 	v, err := kernels.NewVerifier(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)))
