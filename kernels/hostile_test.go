@@ -163,6 +163,7 @@ func TestHostileCandidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := testConfig()
+	cfg.Trials, cfg.Reps = 2, 2 // every call is judged: 1 warm-up + 4 timed calls per candidate suffice
 	cfg.CompileMemBytes = 256 << 20
 	cfg.CompileTimeout = 30 * time.Second
 	cfg.TempDir = t.TempDir()

@@ -130,7 +130,7 @@ func run(seedDir, candDir, kbDir, outPath string, trials, reps int) error {
 	}
 	cfg := kernels.DefaultConfig()
 	cfg.Trials, cfg.Reps, cfg.Warmup = trials, reps, 1 // every call moves fresh inputs to both processes: keep the check short
-	cfg.Workers = 1 // one GPU, one job at a time: clean timings
+	cfg.Workers = 1                                    // one GPU, one job at a time: clean timings
 	cfg.Timeout = 60 * time.Second
 	v, err := kernels.NewVerifier(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if err != nil {
