@@ -38,6 +38,7 @@ const (
 	StageWorkerCrash          FailureStage = "worker_crash"
 	StageDiskFull             FailureStage = "disk_full"
 	StageDeviceFault          FailureStage = "device_fault"
+	StageWeakVerifier         FailureStage = "weak_verifier" // the task's harness accepts trivial candidates: passes prove nothing
 )
 
 // CandidateStages and InfraStages list the closed taxonomy.
@@ -45,7 +46,7 @@ var (
 	CandidateStages = []FailureStage{StageStatic, StageExtract, StageCompile, StageElaborate, StageSimulate,
 		StageTimeout, StageResource, StageMismatch, StageNoVerdict, StageExploit, StagePerformance}
 	InfraStages = []FailureStage{StageToolchainMissing, StageToolchainUnsupported, StageReferenceSelfCheck,
-		StagePayloadCorrupt, StageWorkerCrash, StageDiskFull, StageDeviceFault}
+		StagePayloadCorrupt, StageWorkerCrash, StageDiskFull, StageDeviceFault, StageWeakVerifier}
 )
 
 // IsInfraStage reports whether s is an infrastructure failure stage.

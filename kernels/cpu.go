@@ -5,55 +5,55 @@ import (
 	"context"
 	"debug/elf"
 	_ "embed"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/internal/sandbox"
 )
 
 //go:embed embed/harness.c
 var harnessSrc string
 
-const (
-	jobMagic = 0x314a4f4243555243
-	outMagic = 0x3154554f43555243
-
-	flagThreadLeak   = 1
-	flagRepsDiffer   = 2
-	flagInputWritten = 4
-)
-
-// cpuBackend runs C candidates in a child process (see harness.c).
+// cpuBackend runs C candidates: the candidate and the reference each in
+// their own harness process (see side.go and embed/harness.c), driven and
+// judged by this process.
 type cpuBackend struct {
 	cfg       Config
 	once      sync.Once
 	initErr   error
 	dir       string
 	harness   string
+	cc        string // the C compiler's absolute path (it runs inside the sandbox's view of /usr)
 	toolchain []engine.Tool
 	mu        sync.Mutex
 	refs      map[string]*refBuild
+	audits    map[string]*auditRun
+	jobs      atomic.Int64
 }
 
+// refBuild is a reference compiled once per backend. Its shared object is
+// kept in this process's memory only: every job writes its own copy into a
+// directory no candidate process is given, and removes it once the
+// reference's process has loaded it, so no candidate can see or replace
+// the reference another job will load.
 type refBuild struct {
 	once sync.Once
-	so   string
+	so   []byte
 	log  string
 	err  error
 }
 
 func newCPUBackend(cfg Config) *cpuBackend {
-	return &cpuBackend{cfg: cfg, refs: map[string]*refBuild{}}
+	return &cpuBackend{cfg: cfg, refs: map[string]*refBuild{}, audits: map[string]*auditRun{}}
 }
 
 func (b *cpuBackend) Name() string { return BackendCPU }
@@ -65,6 +65,13 @@ func (b *cpuBackend) Available() error {
 		if err != nil {
 			b.initErr = fmt.Errorf("%w: C compiler %q not found", ErrBackendUnavailable, b.cfg.CC)
 			return
+		}
+		if err := sandbox.Check(); err != nil {
+			b.initErr = fmt.Errorf("%w: candidates run only sandboxed: %v", ErrBackendUnavailable, err)
+			return
+		}
+		if b.cc, err = filepath.EvalSymlinks(cc); err != nil {
+			b.cc = cc
 		}
 		b.dir, err = os.MkdirTemp(b.cfg.TempDir, "crucible-kernels-cpu-")
 		if err != nil {
@@ -83,6 +90,7 @@ func (b *cpuBackend) Available() error {
 			b.initErr = fmt.Errorf("%w: building the harness: %v\n%s", ErrBackendUnavailable, err, out)
 			return
 		}
+		os.Chmod(b.harness, 0o555)
 		ver, _ := runCapped(ctx, b.dir, cc, "-dumpfullversion")
 		b.toolchain = []engine.Tool{{Name: filepath.Base(cc), Version: strings.TrimSpace(ver)},
 			{Name: "crucible-cpu-harness", Version: sha(harnessSrc)[:12]}}
@@ -98,25 +106,54 @@ func (b *cpuBackend) Close() error {
 }
 
 // candidateFlags link the malloc family through the harness's wrappers so
-// failed allocations are recorded.
+// failed allocations are reported.
 var candidateFlags = []string{"-O2", "-std=gnu11", "-fPIC", "-shared",
 	"-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc"}
 
-func (b *cpuBackend) compile(ctx context.Context, dir, name, code string) (string, string, error) {
-	src := filepath.Join(dir, name+".c")
-	so := filepath.Join(dir, name+".so")
-	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
-		return "", "", err
-	}
-	cctx, cancel := context.WithTimeout(ctx, b.cfg.CompileTimeout)
-	defer cancel()
-	args := append(append([]string{}, candidateFlags...), "-o", so, src, "-lm")
-	out, err := runCapped(cctx, dir, b.cfg.CC, args...)
-	return so, out, err
+// compileOutcome is why a compilation failed, from what this process saw.
+type compileOutcome struct {
+	log        string
+	timedOut   bool
+	overMemory bool
 }
 
-// reference builds each distinct reference once per backend.
-func (b *cpuBackend) reference(ctx context.Context, t *Task) (string, string, error) {
+// compile builds name.c in dir into name.so with the compiler in a
+// sandbox whose only files are the system's and dir: an #include or
+// .incbin of any other path finds nothing. Memory (per process, cc1
+// included), CPU time and wall time are limited.
+func (b *cpuBackend) compile(ctx context.Context, dir, name, code string) (string, compileOutcome, error) {
+	src := filepath.Join(dir, name+".c")
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		return "", compileOutcome{}, err
+	}
+	var buf cappedBuffer
+	buf.limit = 32 << 10
+	in := func(f string) string { return sandbox.JobDir + "/" + f }
+	argv := append(append([]string{b.cc}, candidateFlags...), "-o", in(name+".so"), in(name+".c"), "-lm")
+	r := runConfined(ctx, confinedProc{Argv: argv, Dir: dir,
+		Limits: sandbox.Limits{AddressSpaceBytes: b.cfg.CompileMemBytes, CPUSeconds: max(1, int(b.cfg.CompileTimeout.Seconds())),
+			FileSizeBytes: 256 << 20, Processes: 32, TmpBytes: 256 << 20},
+		Timeout: b.cfg.CompileTimeout, Stdout: &buf, Stderr: &buf})
+	co := compileOutcome{log: strings.ReplaceAll(buf.String(), sandbox.JobDir+"/", "")}
+	switch {
+	case r.SetupErr != nil:
+		return "", co, fmt.Errorf("%w: the compiler could not be started in its sandbox: %v", errInfra, r.SetupErr)
+	case r.ExitCode == 0 && r.Signal == 0:
+		return filepath.Join(dir, name+".so"), co, nil
+	}
+	// Why it failed, from what the kernel reported: the peak resident set
+	// of the largest process (cc1), the signal, the backstop timer.
+	co.timedOut = r.Killed || r.Signal == syscall.SIGXCPU || r.Signal == syscall.SIGKILL
+	co.overMemory = r.MaxRSS >= b.cfg.CompileMemBytes/2
+	return "", co, fmt.Errorf("compiler failed (status %d, signal %v)", r.ExitCode, r.Signal)
+}
+
+// errInfra marks a failure of the verifier's own machinery.
+var errInfra = errors.New("infrastructure")
+
+// reference builds each distinct reference once per backend, in a scratch
+// directory of its own that is removed once the object is read.
+func (b *cpuBackend) reference(ctx context.Context, t *Task) *refBuild {
 	key := sha(t.Reference + "\x00" + t.Entry)
 	b.mu.Lock()
 	rb, ok := b.refs[key]
@@ -126,20 +163,30 @@ func (b *cpuBackend) reference(ctx context.Context, t *Task) (string, string, er
 	}
 	b.mu.Unlock()
 	rb.once.Do(func() {
-		dir := filepath.Join(b.dir, "ref-"+key[:16])
-		if rb.err = os.MkdirAll(dir, 0o755); rb.err != nil {
+		dir, err := os.MkdirTemp(b.dir, "refbuild-")
+		if err != nil {
+			rb.err = err
 			return
 		}
-		rb.so, rb.log, rb.err = b.compile(ctx, dir, "ref", t.Reference)
+		defer os.RemoveAll(dir)
+		so, co, err := b.compile(ctx, dir, "ref", t.Reference)
+		rb.log = co.log
+		if err != nil {
+			rb.err = err
+			return
+		}
+		rb.so, rb.err = os.ReadFile(so)
 	})
-	return rb.so, rb.log, rb.err
+	return rb
 }
 
 // alwaysForbidden are imports no kernel needs: process creation, program
-// loading and raw syscalls would let a candidate escape the harness.
+// loading and raw syscalls. Rejecting them early gives a clear cause; the
+// seccomp filter in the harness is what enforces it.
 var alwaysForbidden = []string{"fork", "vfork", "clone", "clone3", "execve", "execv", "execvp", "execvpe", "execl",
-	"execlp", "execle", "system", "popen", "posix_spawn", "posix_spawnp", "dlopen", "dlmopen", "dlsym", "dlvsym",
-	"ptrace", "syscall", "kill", "mprotect"}
+	"execlp", "execle", "execveat", "fexecve", "system", "popen", "posix_spawn", "posix_spawnp", "dlopen", "dlmopen",
+	"dlsym", "dlvsym", "ptrace", "syscall", "kill", "mprotect", "pthread_create", "sigqueue", "process_vm_readv",
+	"process_vm_writev"}
 
 // delegationPrefixes are library entry points that do the task's work for
 // the candidate; forbidden unless the task allows delegation.
@@ -180,25 +227,43 @@ func (b *cpuBackend) Verify(ctx context.Context, t *Task, c engine.Candidate) Ou
 		return o
 	}
 	o.Toolchain = b.toolchain
-	refSO, refLog, err := b.reference(ctx, t)
-	if err != nil {
-		o.fail(engine.StageReferenceSelfCheck, "compile", "reference does not compile: "+err.Error())
-		o.Log = refLog
+	rb := b.reference(ctx, t)
+	if rb.err != nil {
+		o.fail(engine.StageReferenceSelfCheck, "compile", "reference does not compile: "+rb.err.Error())
+		o.Log = rb.log
 		return o
 	}
-	dir, err := os.MkdirTemp(b.dir, "cand-")
+	audit := b.audit(ctx, t, rb)
+	if audit.fail.Stage != "" {
+		audit.fail.Toolchain = b.toolchain
+		return audit.fail
+	}
+	o.Strength = audit.strength
+	job, err := b.jobDir()
 	if err != nil {
 		o.fail(engine.StageDiskFull, "", err.Error())
 		return o
 	}
-	defer os.RemoveAll(dir)
-	candSO, clog, err := b.compile(ctx, dir, "cand", c.Code)
+	defer os.RemoveAll(job)
+	candDir := filepath.Join(job, "cand")
+	if err := os.Mkdir(candDir, 0o755); err != nil {
+		o.fail(engine.StageDiskFull, "", err.Error())
+		return o
+	}
+	candSO, co, err := b.compile(ctx, candDir, "cand", c.Code)
 	if err != nil {
-		o.Log = clog
-		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			o.fail(engine.StageTimeout, "compile", "compilation timed out")
-		} else {
-			o.fail(engine.StageCompile, "compile", "C compilation failed: "+firstLine(clog, err.Error()))
+		o.Log = co.log
+		switch {
+		case errors.Is(err, errInfra):
+			o.fail(engine.StageWorkerCrash, "", err.Error())
+		case ctx.Err() != nil:
+			o.fail(engine.StageWorkerCrash, "", "verification cancelled: "+ctx.Err().Error())
+		case co.timedOut:
+			o.fail(engine.StageTimeout, "compile", "compilation ran past its time limit")
+		case co.overMemory:
+			o.fail(engine.StageResource, "compile", fmt.Sprintf("the compiler exceeded its %d MiB memory limit", b.cfg.CompileMemBytes>>20))
+		default:
+			o.fail(engine.StageCompile, "compile", "C compilation failed: "+firstLine(co.log, err.Error()))
 		}
 		return o
 	}
@@ -210,215 +275,75 @@ func (b *cpuBackend) Verify(ctx context.Context, t *Task, c engine.Candidate) Ou
 		o.fail(engine.StageExploit, "exploit", "exploit: "+o.exploitSummary())
 		return o
 	}
-	return b.run(ctx, t, dir, refSO, candSO)
+	run := b.run(ctx, t, job, rb.so, candSO)
+	run.Strength = audit.strength
+	return run
 }
 
-// run writes the job, runs the harness and judges its results.
-func (b *cpuBackend) run(ctx context.Context, t *Task, dir, refSO, candSO string) Outcome {
+// jobDir makes a fresh directory for one job under the backend's.
+func (b *cpuBackend) jobDir() (string, error) {
+	dir := filepath.Join(b.dir, fmt.Sprintf("job-%d", b.jobs.Add(1)))
+	return dir, os.Mkdir(dir, 0o755)
+}
+
+// startReference writes this job's copy of the reference object into its
+// own directory, starts the reference's process on it and removes the copy
+// once it is loaded.
+func (b *cpuBackend) startReference(ctx context.Context, t *Task, job string, so []byte) (*sideProc, error) {
+	dir := filepath.Join(job, "ref")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, err
+	}
+	// World-readable in a directory only the verifier may enter: the
+	// harness opens it before dropping its privileges and loads it through
+	// that descriptor; no other process can reach it by its path.
+	lib := filepath.Join(dir, "ref-"+sha(fmt.Sprint(NewInputSource().Uint64()))[:16]+".so")
+	if err := os.WriteFile(lib, so, 0o444); err != nil {
+		return nil, err
+	}
+	defer os.Remove(lib)
+	return startSide(ctx, "reference", b.harness, dir, lib, t, b.cfg, b.cfg.Timeout)
+}
+
+// run starts the reference's process, then the candidate's, then draws
+// fresh inputs for every call and judges each call's outputs here.
+func (b *cpuBackend) run(ctx context.Context, t *Task, job string, refSO []byte, candSO string) Outcome {
 	o := Outcome{Toolchain: b.toolchain}
 	cfg := b.cfg
-	inputs := make([][][]byte, cfg.Trials)
-	var job bytes.Buffer
-	nonce := rand.Uint64()
-	le := binary.LittleEndian
-	var data int64
-	for _, a := range t.Args {
-		data += a.Bytes
-	}
-	memLimit := uint64(cfg.MemLimitBytes + int64(cfg.Trials+6)*data + cfg.FlushBytes)
-	cpuSec := uint32(math.Ceil(cfg.Timeout.Seconds()))
-	w := func(v any) { binary.Write(&job, le, v) }
-	w(uint64(jobMagic))
-	w(nonce)
-	w(uint32(cfg.Trials))
-	w(uint32(cfg.Warmup))
-	w(uint32(cfg.Reps))
-	w(uint32(len(t.Args)))
-	w(uint64(cfg.FlushBytes))
-	w(memLimit)
-	w(cpuSec)
-	w(uint32(0))
-	for _, a := range t.Args {
-		role := map[string]uint32{RoleInput: 0, RoleOutput: 1, RoleScalar: 2}[a.Role]
-		w(role)
-		w(uint32(0))
-		w(uint64(a.Bytes))
-		w(a.Value)
-		w(uint64(PoisonByte(a.DType)))
-	}
-	for tr := 0; tr < cfg.Trials; tr++ {
-		inputs[tr] = t.GenInputs(tr)
-		for _, in := range inputs[tr] {
-			job.Write(in)
-		}
-	}
-	jobPath, statePath, outPath := filepath.Join(dir, "job.bin"), filepath.Join(dir, "state"), filepath.Join(dir, "out.bin")
-	if err := os.WriteFile(jobPath, job.Bytes(), 0o600); err != nil {
-		o.fail(engine.StageDiskFull, "", err.Error())
-		return o
-	}
-	if err := os.WriteFile(statePath, []byte("--\x00\x00\x00\x00\x00\x00"), 0o600); err != nil {
-		o.fail(engine.StageDiskFull, "", err.Error())
-		return o
-	}
-	rctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	cmd := exec.CommandContext(rctx, b.harness, jobPath, statePath, outPath, refSO, candSO, t.Entry, t.Entry)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C", "OMP_NUM_THREADS=1"}
-	var logBuf cappedBuffer
-	logBuf.limit = 64 << 10
-	cmd.Stdout, cmd.Stderr = &logBuf, &logBuf
 	start := time.Now()
-	runErr := runGroup(cmd, 2*time.Second)
-	wall := time.Since(start)
-	o.Log = logBuf.String()
-	o.Measurements = append(o.Measurements, engine.FloatM("run_wall_s", wall.Seconds()))
-	st, _ := os.ReadFile(statePath)
-	phase, allocFailed := byte('-'), false
-	if len(st) >= 2 {
-		phase, allocFailed = st[0], st[1] == 'M'
-	}
-	if ctx.Err() != nil {
-		o.fail(engine.StageWorkerCrash, "", "verification cancelled: "+ctx.Err().Error())
+	defer func() {
+		o.Measurements = append(o.Measurements, engine.FloatM("run_wall_s", time.Since(start).Seconds()))
+	}()
+	ref, err := b.startReference(ctx, t, job, refSO)
+	if ref == nil {
+		o.fail(engine.StageWorkerCrash, "", "starting the reference's process: "+err.Error())
 		return o
 	}
-	if rctx.Err() != nil {
-		o.fail(engine.StageTimeout, "timeout", fmt.Sprintf("ran past the %s wall-clock limit (phase %q)", cfg.Timeout, phase))
-		if phase == 'r' {
-			o.fail(engine.StageReferenceSelfCheck, "timeout", "the reference ran past the wall-clock limit")
-		}
-		return o
-	}
-	if runErr != nil {
-		return classifyExit(runErr, cmd.ProcessState, phase, allocFailed, o)
-	}
-	if phase != 'd' { // exited 0 without finishing: someone called exit()
-		if phase == 'c' {
-			o.fail(engine.StageSimulate, "runtime", "candidate ended the process (exit status 0) before the trials finished")
-		} else {
-			o.fail(engine.StageWorkerCrash, "", fmt.Sprintf("harness ended early in phase %q", phase))
-		}
-		return o
-	}
-	trials, flags, refT, candT, err := readOut(outPath, nonce, t, cfg, inputs)
+	defer ref.kill()
 	if err != nil {
-		o.fail(engine.StagePayloadCorrupt, "", "harness output unreadable: "+err.Error())
+		ref.classify(&o, err)
 		return o
 	}
-	o.RefTimes, o.CandTimes = refT, candT
-	judgeOutputs(t, trials, &o)
-	if flags&flagThreadLeak != 0 {
-		o.exploit(GateHiddenWork, "threads still running after the candidate returned")
+	cand, err := startSide(ctx, "candidate", b.harness, filepath.Dir(candSO), candSO, t, cfg, cfg.Timeout)
+	if cand == nil {
+		o.fail(engine.StageWorkerCrash, "", "starting the candidate's process: "+err.Error())
+		return o
 	}
-	if flags&flagRepsDiffer != 0 {
-		o.exploit(GateStaleOutput, "later repetitions on identical inputs left outputs unwritten (work skipped)")
+	defer cand.kill()
+	if err != nil {
+		cand.classify(&o, err)
+		return o
 	}
-	if flags&flagInputWritten != 0 {
-		o.Measurements = append(o.Measurements, engine.IntM("input_written", 1))
+	if !driveCalls(ctx, t, cfg, ref, cand, &o) {
+		return o
 	}
-	if allocFailed {
-		o.Measurements = append(o.Measurements, engine.IntM("alloc_failed", 1))
-		if o.Stage == engine.StageMismatch {
-			o.fail(engine.StageResource, "resource", "an allocation failed under the memory limit; "+o.Cause)
-		}
+	ref.quit()
+	cand.quit()
+	o.Log = cand.log.String()
+	if !cand.exitedCleanly() {
+		cand.classify(&o, errors.New("did not exit cleanly when told to quit"))
 	}
 	return o
-}
-
-// classifyExit maps an abnormal harness exit to a stage, blaming the side
-// that was running (from the state file).
-func classifyExit(runErr error, ps *os.ProcessState, phase byte, allocFailed bool, o Outcome) Outcome {
-	ws, ok := ps.Sys().(syscall.WaitStatus)
-	if !ok {
-		o.fail(engine.StageWorkerCrash, "", "harness failed: "+runErr.Error())
-		return o
-	}
-	if ws.Exited() {
-		switch code := ws.ExitStatus(); {
-		case code == 3:
-			o.fail(engine.StageElaborate, "load", "candidate did not load: "+firstLine(lastLines(o.Log), "see log"))
-		case code == 4:
-			o.fail(engine.StageReferenceSelfCheck, "load", "reference did not load: "+firstLine(lastLines(o.Log), "see log"))
-		case phase == 'c':
-			o.fail(engine.StageSimulate, "runtime", fmt.Sprintf("candidate exited the process with status %d", code))
-		case code == 5 || phase == '-':
-			o.fail(engine.StageWorkerCrash, "", fmt.Sprintf("harness exited with status %d: %s", code, lastLines(o.Log)))
-		default:
-			o.fail(engine.StageReferenceSelfCheck, "runtime", fmt.Sprintf("reference exited with status %d", code))
-		}
-		return o
-	}
-	sig := ws.Signal()
-	if sig == syscall.SIGXCPU || (sig == syscall.SIGKILL && phase != '-') {
-		o.fail(engine.StageTimeout, "timeout", fmt.Sprintf("CPU-time limit reached (%s)", sig))
-	} else if allocFailed {
-		o.fail(engine.StageResource, "resource", fmt.Sprintf("killed by %s after an allocation failed under the memory limit", sig))
-	} else {
-		o.fail(engine.StageSimulate, "runtime", fmt.Sprintf("candidate crashed: %s", sig))
-	}
-	if phase == 'r' {
-		o.fail(engine.StageReferenceSelfCheck, "runtime", fmt.Sprintf("reference crashed: %s", sig))
-	} else if phase == '-' {
-		o.fail(engine.StageWorkerCrash, "", fmt.Sprintf("harness crashed outside any kernel: %s", sig))
-	}
-	return o
-}
-
-func readOut(path string, nonce uint64, t *Task, cfg Config, inputs [][][]byte) ([]TrialOutputs, uint32, []float64, []float64, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, 0, nil, nil, err
-	}
-	r := bytes.NewReader(raw)
-	le := binary.LittleEndian
-	var magic, gotNonce uint64
-	binary.Read(r, le, &magic)
-	binary.Read(r, le, &gotNonce)
-	if magic != outMagic || gotNonce != nonce {
-		return nil, 0, nil, nil, fmt.Errorf("bad header (magic %x nonce match %v)", magic, gotNonce == nonce)
-	}
-	trials := make([]TrialOutputs, cfg.Trials)
-	var flags uint32
-	var refT, candT []float64
-	for tr := range trials {
-		to := TrialOutputs{Inputs: inputs[tr], RefOut: make([][]byte, len(t.Args)), CandOut: make([][]byte, len(t.Args))}
-		for i, a := range t.Args {
-			if a.Role != RoleOutput {
-				continue
-			}
-			to.RefOut[i], to.CandOut[i] = make([]byte, a.Bytes), make([]byte, a.Bytes)
-			if _, err := r.Read(to.RefOut[i]); err != nil {
-				return nil, 0, nil, nil, fmt.Errorf("trial %d: %w", tr, err)
-			}
-			if _, err := r.Read(to.CandOut[i]); err != nil {
-				return nil, 0, nil, nil, fmt.Errorf("trial %d: %w", tr, err)
-			}
-		}
-		rt, ct := make([]float64, cfg.Reps), make([]float64, cfg.Reps)
-		var f, pad uint32
-		if err := errors.Join(binary.Read(r, le, rt), binary.Read(r, le, ct), binary.Read(r, le, &f), binary.Read(r, le, &pad)); err != nil {
-			return nil, 0, nil, nil, fmt.Errorf("trial %d timings: %w", tr, err)
-		}
-		flags |= f
-		refT, candT = append(refT, rt...), append(candT, ct...)
-		trials[tr] = to
-	}
-	return trials, flags, refT, candT, nil
-}
-
-// runGroup runs cmd in its own process group: the whole group is killed
-// when cmd's context ends (waiting at most waitDelay for its output), and
-// again once it exits, so nothing a candidate spawned outlives its run.
-func runGroup(cmd *exec.Cmd, waitDelay time.Duration) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = waitDelay
-	err := cmd.Run()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	return err
 }
 
 // runCapped runs a command in its own process group, killing the group when

@@ -52,7 +52,7 @@ var cpuWant = map[string]struct{ status, stage, gate string }{
 	"memhog":    {engine.StatusFail, engine.StageResource, ""},
 	"identity":  {engine.StatusFail, engine.StageExploit, GateIdentityStore},
 	"stale":     {engine.StatusFail, engine.StageExploit, GateStaleOutput},
-	"thread":    {engine.StatusFail, engine.StageExploit, GateHiddenWork},
+	"thread":    {engine.StatusFail, engine.StageExploit, GateForbiddenCall},
 	"escape":    {engine.StatusFail, engine.StageExploit, GateForbiddenCall},
 	"delegate":  {engine.StatusFail, engine.StageExploit, GateDelegation},
 	"nocompile": {engine.StatusFail, engine.StageCompile, ""},

@@ -1,9 +1,12 @@
 package kernels
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -12,14 +15,14 @@ import (
 	"github.com/crucible-data/crucible/engine"
 )
 
-// cudaBackend runs CUDA C++ candidates. Each candidate is judged in a
-// fresh child process (this same binary re-executed as a worker, see
-// worker.go) pinned to the leased GPU: a sticky CUDA error such as an
-// illegal address poisons every context of a process for good, and a hung
-// kernel can only be stopped by ending its process, so isolation per
-// candidate is what lets the pool survive them. Inside the worker NVRTC
-// compiles for the GPU's arch and the device's owner goroutine launches
-// reference and candidate interleaved on one timed stream.
+// cudaBackend runs CUDA C++ candidates. The reference and the candidate
+// each run in a fresh worker process of their own (this same binary
+// re-executed, see worker.go), both pinned to the leased GPU: separate
+// processes have separate CUDA contexts, so the candidate's device code
+// cannot read or write the reference's buffers, and a sticky CUDA error or
+// a hung kernel ends only its own process. The workers compile with NVRTC
+// for the GPU's arch and time each call with events on their timed stream;
+// this process draws the inputs, sends them to both and compares.
 type cudaBackend struct {
 	cfg       Config
 	pool      *gpuPool
@@ -28,10 +31,12 @@ type cudaBackend struct {
 	mgr       *cuda.Manager
 	exe       string
 	toolchain []engine.Tool
+	mu        sync.Mutex
+	audits    map[string]*auditRun
 }
 
 func newCUDABackend(cfg Config, pool *gpuPool) *cudaBackend {
-	return &cudaBackend{cfg: cfg, pool: pool}
+	return &cudaBackend{cfg: cfg, pool: pool, audits: map[string]*auditRun{}}
 }
 
 func (b *cudaBackend) Name() string { return BackendCUDA }
@@ -86,7 +91,7 @@ func (b *cudaBackend) Verify(ctx context.Context, t *Task, c engine.Candidate) O
 	infra := false
 	defer func() { lease.Release(infra) }()
 	info := lease.Info()
-	o = runWorker(ctx, b.exe, workerCUDA, lease.Index(), b.cfg, t, c, b.cfg.Timeout+30*time.Second)
+	o = b.judge(ctx, lease.Index(), t, c)
 	o.Toolchain = append(append([]engine.Tool{}, b.toolchain...), o.Toolchain...)
 	if info.UUID != "" {
 		o.Toolchain = append(o.Toolchain, engine.Tool{Name: "gpu-nvml", Version: fmt.Sprintf("%s %s, SM %d/%d MHz, mem %d MHz at lease",
@@ -98,117 +103,314 @@ func (b *cudaBackend) Verify(ctx context.Context, t *Task, c engine.Candidate) O
 	return o
 }
 
-// verifyCUDAInProcess is the worker side: it owns GPU 0 of its process
-// (CUDA_VISIBLE_DEVICES selects the leased one).
-func verifyCUDAInProcess(ctx context.Context, cfg Config, t *Task, c engine.Candidate) Outcome {
+// judge audits the task (cached), then runs the reference's and the
+// candidate's workers on GPU gpu and drives their calls.
+func (b *cudaBackend) judge(ctx context.Context, gpu int, t *Task, c engine.Candidate) Outcome {
+	ar := cachedAudit(&b.mu, b.audits, t, ctx, func() (*Strength, Outcome) {
+		return runAudit(ctx, t, func(ctx context.Context, inputs [][][]byte) ([][][]byte, Outcome) {
+			var o Outcome
+			ref, err := startCUDAWorker(ctx, b.exe, gpu, b.cfg, t, t.Reference, "reference")
+			if ref == nil {
+				o.fail(engine.StageWorkerCrash, "", "starting the reference's worker: "+err.Error())
+				return nil, o
+			}
+			defer ref.kill()
+			if err != nil {
+				ref.classify(&o, err)
+				return nil, o
+			}
+			outs := make([][][]byte, len(inputs))
+			for k, in := range inputs {
+				if outs[k], _, err = ref.call(in); err != nil {
+					ref.classify(&o, err)
+					return nil, o
+				}
+			}
+			return outs, o
+		})
+	})
+	if ar.fail.Stage != "" {
+		return ar.fail
+	}
+	o := Outcome{Strength: ar.strength}
+	ref, err := startCUDAWorker(ctx, b.exe, gpu, b.cfg, t, t.Reference, "reference")
+	if ref == nil {
+		o.fail(engine.StageWorkerCrash, "", "starting the reference's worker: "+err.Error())
+		return o
+	}
+	defer ref.kill()
+	if err != nil {
+		ref.classify(&o, err)
+		return o
+	}
+	cand, err := startCUDAWorker(ctx, b.exe, gpu, b.cfg, t, c.Code, "candidate")
+	if cand == nil {
+		o.fail(engine.StageWorkerCrash, "", "starting the candidate's worker: "+err.Error())
+		return o
+	}
+	defer cand.kill()
+	if err != nil {
+		cand.classify(&o, err)
+		o.Strength = ar.strength
+		return o
+	}
+	if driveCalls(ctx, t, b.cfg, ref, cand, &o) {
+		ref.quit()
+		cand.quit()
+		o.Log = cand.log.String()
+	}
+	o.Strength = ar.strength
+	return o
+}
+
+// cudaSide is the worker side: it owns GPU 0 of its process
+// (CUDA_VISIBLE_DEVICES selects the leased one) and runs ONE side's code.
+type cudaSide struct {
+	cfg      Config
+	task     *Task
+	role     string // "reference" | "candidate"
+	img      []byte
+	plan     []Launch
+	mod      *cuda.Module
+	fns      []cuda.Function
+	bufs     []cuda.DevicePtr
+	streams  [4]cuda.Stream
+	start    cuda.Event
+	end      cuda.Event
+	flush    cuda.DevicePtr
+	flushN   int
+	calls    int
+	poisoned bool // the context is unusable (sticky error, hung kernel)
+}
+
+// serveCUDA is a cuda worker's main: compile and load the side's code,
+// say 'L', then run one call per command until told to quit. Failures are
+// reported as an outcome ('E') and end the process.
+func serveCUDA(job workerJob, in io.Reader, out io.Writer) int {
 	o := Outcome{}
+	fail := func() int { return writeReport(out, o) }
 	dev, err := cuda.OpenDevice(0)
 	if err != nil {
 		o.fail(engine.StageDeviceFault, "", "opening the GPU: "+err.Error())
-		return o
+		return fail()
 	}
-	var run *gpuRun
-	defer func() {
-		if run == nil || !run.needReset {
-			dev.Close()
-		}
-	}()
 	p := dev.Props
 	o.Toolchain = []engine.Tool{
 		{Name: "gpu", Version: fmt.Sprintf("%s %s (%d SMs, L2 %d KiB)", p.Name, p.Arch(), p.Multiprocessors, p.L2Bytes>>10)},
 		{Name: "gpu-clocks", Version: fmt.Sprintf("max SM %d MHz, mem %d MHz", p.ClockKHz/1000, p.MemClockKHz/1000)}}
-
-	refPlan, err := ParseLaunchPlan(t.Reference, t.Entry)
-	if err != nil {
-		o.fail(engine.StageReferenceSelfCheck, "compile", "reference launch plan: "+err.Error())
-		return o
-	}
-	ref, err := cuda.Compile(t.Reference, "reference.cu", p.Arch(), nil)
-	if err != nil {
-		o.Log = ref.Log
-		o.fail(engine.StageReferenceSelfCheck, "compile", "reference does not compile: "+err.Error())
-		return o
-	}
-	candPlan, err := ParseLaunchPlan(c.Code, t.Entry)
+	t := &job.Task
+	plan, err := ParseLaunchPlan(job.Code, t.Entry)
 	if err != nil {
 		o.fail(engine.StageCompile, "compile", "launch plan: "+err.Error())
-		return o
+		return fail()
 	}
-	res, err := cuda.Compile(c.Code, "candidate.cu", p.Arch(), nil)
+	res, err := cuda.Compile(job.Code, job.Role+".cu", p.Arch(), nil)
 	o.Log = res.Log
 	if err != nil {
 		o.fail(engine.StageCompile, "compile", "NVRTC: "+firstLine(res.Log, err.Error()))
-		return o
+		return fail()
 	}
-	for _, l := range candPlan {
+	for _, l := range plan {
 		if int(l.Cfg.SharedBytes) > p.MaxSharedOptin {
 			o.fail(engine.StageResource, "launch", fmt.Sprintf("kernel %s asks for %d bytes of dynamic shared memory; the device allows %d per block",
 				l.Kernel, l.Cfg.SharedBytes, p.MaxSharedOptin))
-			return o
+			return fail()
 		}
+	}
+	s := &cudaSide{cfg: job.Cfg, task: t, role: job.Role, img: res.Image, plan: plan}
+	ctx := context.Background()
+	if err := dev.Do(ctx, func(cx *cuda.Ctx) error { s.setup(cx, &o); return nil }); err != nil {
+		o.fail(engine.StageWorkerCrash, "", err.Error())
+	}
+	if o.Stage != "" {
+		return fail()
+	}
+	if _, err := out.Write([]byte{'L'}); err != nil {
+		return 2
+	}
+	for {
+		var cmd uint32
+		if err := binary.Read(in, binary.LittleEndian, &cmd); err != nil || cmd != cmdCall {
+			return 0 // told to quit, or the verifier went away: process exit releases the GPU
+		}
+		inputs := make([][]byte, len(t.Args))
+		for i, a := range t.Args {
+			if a.Role == RoleInput {
+				inputs[i] = make([]byte, a.Bytes)
+				if _, err := io.ReadFull(in, inputs[i]); err != nil {
+					return 0
+				}
+			}
+		}
+		var outs [][]byte
+		var ms, hidden float64
+		if err := dev.Do(ctx, func(cx *cuda.Ctx) error { outs, ms, hidden = s.call(cx, inputs, &o); return nil }); err != nil {
+			o.fail(engine.StageWorkerCrash, "", err.Error())
+		}
+		if o.Stage != "" {
+			return fail()
+		}
+		var reply bytes.Buffer
+		reply.WriteByte('D')
+		for i, a := range t.Args {
+			if a.Role == RoleOutput {
+				reply.Write(outs[i])
+			}
+		}
+		binary.Write(&reply, binary.LittleEndian, [2]float64{ms, hidden})
+		if _, err := out.Write(reply.Bytes()); err != nil {
+			return 0
+		}
+	}
+}
+
+func (s *cudaSide) setup(cx *cuda.Ctx, o *Outcome) {
+	t := s.task
+	m, err := cx.LoadModule(s.img)
+	if err != nil {
+		o.fail(engine.StageElaborate, "load", "module load: "+err.Error())
+		return
+	}
+	s.mod = m
+	for _, l := range s.plan {
+		f, err := cx.Function(m, l.Kernel)
+		if err != nil {
+			o.fail(engine.StageElaborate, "load", fmt.Sprintf("kernel %q not found (declare it extern \"C\"): %v", l.Kernel, err))
+			return
+		}
+		if l.Cfg.SharedBytes > 48<<10 {
+			if err := cx.SetFuncAttr(f, cuda.FuncMaxDynamicShared, int(l.Cfg.SharedBytes)); err != nil {
+				o.fail(engine.StageResource, "launch", "opting in to dynamic shared memory: "+err.Error())
+				return
+			}
+		}
+		s.fns = append(s.fns, f)
 		if l.Stream > 0 {
 			o.Measurements = append(o.Measurements, engine.IntM("side_stream_launches", 1))
 		}
 	}
-	run = &gpuRun{cfg: cfg, task: t, refImg: ref.Image, candImg: res.Image, refPlan: refPlan, candPlan: candPlan,
-		deadline: time.Now().Add(cfg.Timeout)}
-	if err := dev.Do(ctx, func(cx *cuda.Ctx) error { run.exec(cx, &o); return nil }); err != nil {
-		o.fail(engine.StageWorkerCrash, "", err.Error())
+	for _, a := range t.Args {
+		var p cuda.DevicePtr
+		if a.Role != RoleScalar {
+			if p, err = cx.Alloc(int(a.Bytes)); err != nil {
+				s.classify(o, err, "setup", "allocating "+a.Name)
+				return
+			}
+		}
+		s.bufs = append(s.bufs, p)
 	}
-	return o
-}
-
-// gpuRun is one candidate's device work; exec runs on the device goroutine.
-type gpuRun struct {
-	cfg               Config
-	task              *Task
-	refImg, candImg   []byte
-	refPlan, candPlan []Launch
-	deadline          time.Time
-	needReset         bool // the context is unusable (sticky error, hung kernel): skip tear-down
-}
-
-type side struct {
-	name  string
-	mod   *cuda.Module
-	fns   []cuda.Function
-	plan  []Launch
-	bufs  []cuda.DevicePtr
-	first [][]byte // outputs after the first timed repetition
-	times []float64
-}
-
-func (r *gpuRun) remaining() time.Duration {
-	d := time.Until(r.deadline)
-	if d < time.Millisecond {
-		d = time.Millisecond
+	for i := range s.streams {
+		if s.streams[i], err = cx.NewStream(true); err != nil {
+			s.classify(o, err, "setup", "stream creation")
+			return
+		}
 	}
-	return d
+	if s.start, err = cx.NewEvent(); err == nil {
+		s.end, err = cx.NewEvent()
+	}
+	if err != nil {
+		s.classify(o, err, "setup", "event creation")
+		return
+	}
+	s.flushN = int(s.cfg.FlushBytes)
+	if l2 := 2 * cx.Device().Props.L2Bytes; s.flushN < l2 {
+		s.flushN = l2
+	}
+	if s.flush, err = cx.Alloc(s.flushN); err != nil {
+		s.classify(o, err, "setup", "allocating the L2 flush buffer")
+	}
 }
 
-// classify turns a device error into the outcome's stage. It returns false
-// when err is nil.
-func (r *gpuRun) classify(o *Outcome, err error, sideName, during string) bool {
+// call uploads inputs, poisons outputs, flushes L2, runs the plan between
+// two events on the timed stream, waits for the end event, then
+// synchronises the whole context and measures how long that took (work
+// hidden on other streams shows itself there), and downloads the outputs.
+func (s *cudaSide) call(cx *cuda.Ctx, inputs [][]byte, o *Outcome) ([][]byte, float64, float64) {
+	t := s.task
+	side := s.role
+	args := make([]any, len(t.Args))
+	for i, a := range t.Args {
+		switch a.Role {
+		case RoleScalar:
+			args[i] = a.Value
+			continue
+		case RoleInput:
+			if err := cx.CopyHtoD(s.bufs[i], inputs[i]); err != nil {
+				s.classify(o, err, "setup", "uploading inputs")
+				return nil, 0, 0
+			}
+		case RoleOutput:
+			if err := cx.MemsetAsync(s.bufs[i], PoisonByte(a.DType), int(a.Bytes), s.streams[0]); err != nil {
+				s.classify(o, err, "setup", "poisoning outputs")
+				return nil, 0, 0
+			}
+		}
+		args[i] = s.bufs[i]
+	}
+	s.calls++
+	if err := cx.MemsetAsync(s.flush, byte(s.calls), s.flushN, s.streams[0]); err != nil {
+		s.classify(o, err, "setup", "L2 flush")
+		return nil, 0, 0
+	}
+	if err := cx.Record(s.start, s.streams[0]); err != nil {
+		s.classify(o, err, "setup", "event record")
+		return nil, 0, 0
+	}
+	for i, l := range s.plan {
+		if err := cx.Launch(s.fns[i], l.Cfg, s.streams[l.Stream], args...); err != nil {
+			s.classify(o, err, side, "launch")
+			return nil, 0, 0
+		}
+	}
+	if err := cx.Record(s.end, s.streams[0]); err != nil {
+		s.classify(o, err, side, "event record")
+		return nil, 0, 0
+	}
+	if err := cx.WaitEvent(s.end, s.cfg.Timeout); err != nil {
+		s.classify(o, err, side, "kernel execution")
+		return nil, 0, 0
+	}
+	t0 := time.Now()
+	if err := cx.Synchronize(); err != nil {
+		s.classify(o, err, side, "kernel execution")
+		return nil, 0, 0
+	}
+	hidden := float64(time.Since(t0).Microseconds()) / 1e3
+	ms, err := cx.Elapsed(s.start, s.end)
+	if err != nil {
+		s.classify(o, err, side, "timing")
+		return nil, 0, 0
+	}
+	outs := make([][]byte, len(t.Args))
+	for i, a := range t.Args {
+		if a.Role == RoleOutput {
+			outs[i] = make([]byte, a.Bytes)
+			if err := cx.CopyDtoH(outs[i], s.bufs[i]); err != nil {
+				s.classify(o, err, side, "reading outputs")
+				return nil, 0, 0
+			}
+		}
+	}
+	return outs, ms, hidden
+}
+
+// classify turns a device error into the outcome's stage, as the side's
+// own failure (the verifier turns a reference's into reference_self_check).
+// sideName is "setup" for the worker's own steps. It returns false when err
+// is nil.
+func (r *cudaSide) classify(o *Outcome, err error, sideName, during string) bool {
 	if err == nil {
 		return false
 	}
 	var ce *cuda.Error
 	switch {
 	case errors.Is(err, cuda.ErrTimeout):
-		r.needReset = true
-		if sideName == "reference" {
-			o.fail(engine.StageReferenceSelfCheck, "timeout", "reference ran past the time limit during "+during)
-		} else {
-			o.fail(engine.StageTimeout, "timeout", fmt.Sprintf("ran past the %s limit during %s", r.cfg.Timeout, during))
-		}
+		r.poisoned = true
+		o.fail(engine.StageTimeout, "timeout", fmt.Sprintf("ran past the %s limit during %s", r.cfg.Timeout, during))
 	case errors.As(err, &ce) && ce.Sticky():
-		r.needReset = true
-		if sideName == "reference" {
-			o.fail(engine.StageReferenceSelfCheck, "runtime", "reference faulted: "+err.Error())
-		} else {
-			o.fail(engine.StageSimulate, "runtime", during+": "+err.Error())
-		}
-	case errors.As(err, &ce) && sideName == "candidate" && during == "launch":
+		r.poisoned = true
+		o.fail(engine.StageSimulate, "runtime", during+": "+err.Error())
+	case errors.As(err, &ce) && sideName != "setup" && during == "launch":
 		stage := engine.StageSimulate
 		if ce.Code == cuda.CodeLaunchOutOfResource || ce.Code == cuda.CodeInvalidValue {
 			stage = engine.StageResource // too many threads/registers/shared memory for the device
@@ -220,244 +422,4 @@ func (r *gpuRun) classify(o *Outcome, err error, sideName, during string) bool {
 		o.fail(engine.StageDeviceFault, "", during+": "+err.Error())
 	}
 	return true
-}
-
-func (r *gpuRun) exec(cx *cuda.Ctx, o *Outcome) {
-	t := r.task
-	ref := &side{name: "reference", plan: r.refPlan}
-	cand := &side{name: "candidate", plan: r.candPlan}
-	var streams [4]cuda.Stream
-	var start, end cuda.Event
-	var flush cuda.DevicePtr
-	defer func() {
-		if r.needReset {
-			return // the context is poisoned or a kernel still runs: the worker process exits instead
-		}
-		for _, s := range []*side{ref, cand} {
-			for _, p := range s.bufs {
-				if p != 0 {
-					cx.Free(p)
-				}
-			}
-			cx.Unload(s.mod)
-		}
-		if flush != 0 {
-			cx.Free(flush)
-		}
-		for _, s := range streams {
-			cx.DestroyStream(s)
-		}
-		cx.DestroyEvent(start)
-		cx.DestroyEvent(end)
-	}()
-	for _, s := range []*side{ref, cand} {
-		img := r.refImg
-		if s == cand {
-			img = r.candImg
-		}
-		m, err := cx.LoadModule(img)
-		if err != nil {
-			if s == ref {
-				o.fail(engine.StageReferenceSelfCheck, "load", err.Error())
-			} else {
-				o.fail(engine.StageElaborate, "load", "module load: "+err.Error())
-			}
-			return
-		}
-		s.mod = m
-		for _, l := range s.plan {
-			f, err := cx.Function(m, l.Kernel)
-			if err != nil {
-				if s == ref {
-					o.fail(engine.StageReferenceSelfCheck, "load", err.Error())
-				} else {
-					o.fail(engine.StageElaborate, "load", fmt.Sprintf("kernel %q not found (declare it extern \"C\"): %v", l.Kernel, err))
-				}
-				return
-			}
-			if l.Cfg.SharedBytes > 48<<10 {
-				if err := cx.SetFuncAttr(f, cuda.FuncMaxDynamicShared, int(l.Cfg.SharedBytes)); err != nil {
-					o.fail(engine.StageResource, "launch", "opting in to dynamic shared memory: "+err.Error())
-					return
-				}
-			}
-			s.fns = append(s.fns, f)
-		}
-		for _, a := range t.Args {
-			var p cuda.DevicePtr
-			if a.Role != RoleScalar {
-				var err error
-				if p, err = cx.Alloc(int(a.Bytes)); err != nil {
-					r.classify(o, err, "setup", "allocating "+a.Name)
-					return
-				}
-			}
-			s.bufs = append(s.bufs, p)
-		}
-		s.first = make([][]byte, len(t.Args))
-	}
-	var err error
-	for i := range streams {
-		if streams[i], err = cx.NewStream(true); err != nil {
-			r.classify(o, err, "setup", "stream creation")
-			return
-		}
-	}
-	if start, err = cx.NewEvent(); err == nil {
-		end, err = cx.NewEvent()
-	}
-	if err != nil {
-		r.classify(o, err, "setup", "event creation")
-		return
-	}
-	flushBytes := int(r.cfg.FlushBytes)
-	if l2 := 2 * cx.Device().Props.L2Bytes; flushBytes < l2 {
-		flushBytes = l2
-	}
-	if flush, err = cx.Alloc(flushBytes); err != nil {
-		r.classify(o, err, "setup", "allocating the L2 flush buffer")
-		return
-	}
-
-	// launch runs one side once: poison its outputs, flush L2, then the
-	// plan between two events on the timed stream; waits for the end event;
-	// then synchronises the whole context and measures how long that took,
-	// which is how work hidden on other streams shows itself.
-	launch := func(s *side, rep int) (ms, hiddenMs float64, err error, during string) {
-		args := make([]any, len(t.Args))
-		for i, a := range t.Args {
-			if a.Role == RoleScalar {
-				args[i] = a.Value
-				continue
-			}
-			args[i] = s.bufs[i]
-			if a.Role == RoleOutput {
-				if err := cx.MemsetAsync(s.bufs[i], PoisonByte(a.DType), int(a.Bytes), streams[0]); err != nil {
-					return 0, 0, err, "poisoning outputs"
-				}
-			}
-		}
-		if err := cx.MemsetAsync(flush, byte(rep), flushBytes, streams[0]); err != nil {
-			return 0, 0, err, "L2 flush"
-		}
-		if err := cx.Record(start, streams[0]); err != nil {
-			return 0, 0, err, "event record"
-		}
-		for i, l := range s.plan {
-			if err := cx.Launch(s.fns[i], l.Cfg, streams[l.Stream], args...); err != nil {
-				return 0, 0, err, "launch"
-			}
-		}
-		if err := cx.Record(end, streams[0]); err != nil {
-			return 0, 0, err, "event record"
-		}
-		if err := cx.WaitEvent(end, r.remaining()); err != nil {
-			return 0, 0, err, "kernel execution"
-		}
-		t0 := time.Now()
-		if err := cx.Synchronize(); err != nil {
-			return 0, 0, err, "kernel execution"
-		}
-		hiddenMs = float64(time.Since(t0).Microseconds()) / 1e3
-		ms, err = cx.Elapsed(start, end)
-		return ms, hiddenMs, err, "timing"
-	}
-	download := func(s *side) ([][]byte, error) {
-		out := make([][]byte, len(t.Args))
-		for i, a := range t.Args {
-			if a.Role == RoleOutput {
-				out[i] = make([]byte, a.Bytes)
-				if err := cx.CopyDtoH(out[i], s.bufs[i]); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return out, nil
-	}
-
-	trials := make([]TrialOutputs, 0, r.cfg.Trials)
-	var hiddenCount int
-	var maxHidden float64
-	for tr := 0; tr < r.cfg.Trials; tr++ {
-		inputs := t.GenInputs(tr)
-		for _, s := range []*side{ref, cand} {
-			for i, in := range inputs {
-				if in != nil {
-					if err := cx.CopyHtoD(s.bufs[i], in); err != nil {
-						r.classify(o, err, "setup", "uploading inputs")
-						return
-					}
-				}
-			}
-		}
-		order := []*side{ref, cand}
-		if tr%2 == 1 {
-			order = []*side{cand, ref}
-		}
-		if tr == 0 { // warm-up: module first-use, clocks ramp-up; untimed
-			for _, s := range order {
-				for w := 0; w < r.cfg.Warmup; w++ {
-					if _, _, err, during := launch(s, w); r.classify(o, err, s.name, during) {
-						return
-					}
-				}
-			}
-		}
-		to := TrialOutputs{Inputs: inputs}
-		for _, s := range order {
-			var firstOut [][]byte
-			for rep := 0; rep < r.cfg.Reps; rep++ {
-				ms, hidden, err, during := launch(s, rep)
-				if r.classify(o, err, s.name, during) {
-					return
-				}
-				s.times = append(s.times, ms)
-				if s == cand && hidden > 0.05+0.25*ms {
-					hiddenCount++
-					if hidden > maxHidden {
-						maxHidden = hidden
-					}
-				}
-				if rep == 0 || rep == r.cfg.Reps-1 {
-					out, err := download(s)
-					if r.classify(o, err, s.name, "reading outputs") {
-						return
-					}
-					if rep == 0 {
-						firstOut = out
-					} else if s == cand {
-						for i, a := range t.Args {
-							if a.Role == RoleOutput && countByte(out[i], PoisonByte(a.DType)) > countByte(firstOut[i], PoisonByte(a.DType)) {
-								o.exploit(GateStaleOutput, "later repetitions on identical inputs left outputs unwritten (work skipped)")
-							}
-						}
-					}
-				}
-			}
-			if s == ref {
-				to.RefOut = firstOut
-			} else {
-				to.CandOut = firstOut
-			}
-		}
-		trials = append(trials, to)
-	}
-	o.RefTimes, o.CandTimes = ref.times, cand.times
-	judgeOutputs(t, trials, o)
-	o.Measurements = append(o.Measurements, engine.IntM("launches", int64(len(cand.times)*len(cand.plan))),
-		engine.FloatM("post_sync_ms_max", maxHidden))
-	if hiddenCount > 0 && 2*hiddenCount >= len(cand.times) {
-		o.exploit(GateHiddenWork, fmt.Sprintf("device still busy after the timed stream finished in %d of %d runs (up to %.3f ms): work on other streams",
-			hiddenCount, len(cand.times), maxHidden))
-	}
-}
-
-func countByte(b []byte, v byte) int {
-	n := 0
-	for _, x := range b {
-		if x == v {
-			n++
-		}
-	}
-	return n
 }

@@ -2,25 +2,36 @@ package kernels
 
 import (
 	"bytes"
+	crand "crypto/rand"
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
 )
 
-// Seeded inputs: trial t of a task always sees the same values, and every
-// trial sees different ones, so a candidate must compute the function rather
-// than remember answers. Floats are uniform in [-1, 1) (never all zeros,
-// which hide unwritten outputs); ints are uniform in [-100, 100].
+// Inputs are drawn from a ChaCha8 stream keyed by a fresh crypto/rand seed
+// per job, after the candidate's process has started, and every call gets
+// new ones: nothing the candidate can read (the item id, earlier calls)
+// predicts them, so it must compute the function rather than remember or
+// replay answers. Floats are uniform in [-1, 1) (never all zeros, which hide
+// unwritten outputs); ints are uniform in [-100, 100].
 
-// GenInputs returns trial's input buffers, indexed like t.Args (nil for
-// outputs and scalars).
-func (t *Task) GenInputs(trial int) [][]byte {
+// NewInputSource returns a generator keyed by a fresh crypto/rand seed.
+func NewInputSource() *rand.Rand {
+	var seed [32]byte
+	if _, err := crand.Read(seed[:]); err != nil {
+		panic("kernels: crypto/rand failed: " + err.Error()) // the OS RNG does not fail on Linux
+	}
+	return rand.New(rand.NewChaCha8(seed))
+}
+
+// GenInputs draws one call's input buffers from r, indexed like t.Args (nil
+// for outputs and scalars).
+func (t *Task) GenInputs(r *rand.Rand) [][]byte {
 	out := make([][]byte, len(t.Args))
 	for i, a := range t.Args {
 		if a.Role != RoleInput {
 			continue
 		}
-		r := rand.New(rand.NewPCG(t.Seed^uint64(trial+1)*0x9E3779B97F4A7C15, uint64(i+1)))
 		buf := make([]byte, a.Bytes)
 		for e := int64(0); e < a.Elems; e++ {
 			putRandom(a.DType, buf, e, r)
@@ -80,6 +91,12 @@ func elem(dtype string, b []byte, i int64) float64 {
 	return math.NaN()
 }
 
+// Tolerance is an elementwise bound |c-r| <= Abs + Rel*|r|.
+type Tolerance struct{ Abs, Rel float64 }
+
+// Exact reports whether the bound admits only equal values.
+func (t Tolerance) Exact() bool { return t.Abs == 0 && t.Rel == 0 }
+
 // Comparison summarises a candidate output against the reference output.
 type Comparison struct {
 	Elems     int64
@@ -93,53 +110,47 @@ type Comparison struct {
 // OK reports whether every element is within tolerance.
 func (c Comparison) OK() bool { return c.Bad == 0 }
 
-// Compare checks cand against ref elementwise with |c-r| <= tol + tol*|r|
-// (tol 0: exact). Sizes must match.
-func Compare(dtype string, ref, cand []byte, tol float64) Comparison {
+// Compare checks cand against ref elementwise with |c-r| <= Abs + Rel*|r|;
+// NaN matches only NaN and an infinity only the same infinity, whatever the
+// tolerance. Integer dtypes compare exactly as integers (never through
+// float64, where int64 values above 2^53 would round together). Sizes must
+// match.
+func Compare(dtype string, ref, cand []byte, tol Tolerance) Comparison {
 	size := int64(dtypes[dtype].size)
 	c := Comparison{Elems: int64(len(ref)) / size, FirstBad: -1}
 	if len(ref) != len(cand) {
 		c.Bad, c.FirstBad = c.Elems, 0
 		return c
 	}
+	p := PoisonByte(dtype)
+	if !dtypes[dtype].isFP {
+		for i := int64(0); i < c.Elems; i++ {
+			r, x := ref[i*size:(i+1)*size], cand[i*size:(i+1)*size]
+			if allByte(x, p) {
+				c.Unwritten++
+			}
+			if !bytes.Equal(r, x) {
+				ri, xi := intElem(dtype, ref, i), intElem(dtype, cand, i)
+				d := math.Abs(float64(xi) - float64(ri)) // for the report only
+				c.MaxAbs = max(c.MaxAbs, d)
+				c.MaxRel = max(c.MaxRel, d/math.Max(math.Abs(float64(ri)), 1))
+				c.Bad++
+				if c.FirstBad < 0 {
+					c.FirstBad = i
+				}
+			}
+		}
+		return c
+	}
 	if dtype == "float32" {
 		compareF32(ref, cand, tol, &c)
 		return c
 	}
-	p := PoisonByte(dtype)
 	for i := int64(0); i < c.Elems; i++ {
-		raw := cand[i*size : (i+1)*size]
-		if allByte(raw, p) {
+		if allByte(cand[i*size:(i+1)*size], p) {
 			c.Unwritten++
 		}
-		r, x := elem(dtype, ref, i), elem(dtype, cand, i)
-		ok := true
-		switch {
-		case math.IsNaN(r):
-			ok = math.IsNaN(x)
-		case math.IsNaN(x) || math.IsInf(x, 0) != math.IsInf(r, 0):
-			ok = false
-		case math.IsInf(r, 0):
-			ok = r == x
-		default:
-			d := math.Abs(x - r)
-			if d > c.MaxAbs {
-				c.MaxAbs = d
-			}
-			if rel := d / math.Max(math.Abs(r), 1e-12); rel > c.MaxRel && math.Abs(r) > tol {
-				c.MaxRel = rel
-			}
-			ok = d <= tol+tol*math.Abs(r)
-		}
-		if !ok {
-			if math.IsNaN(x) {
-				c.MaxAbs = math.Inf(1)
-			}
-			c.Bad++
-			if c.FirstBad < 0 {
-				c.FirstBad = i
-			}
-		}
+		checkElem(elem(dtype, ref, i), elem(dtype, cand, i), tol, i, &c)
 	}
 	return c
 }
@@ -147,43 +158,71 @@ func Compare(dtype string, ref, cand []byte, tol float64) Comparison {
 // compareF32 is Compare's float32 fast path (the common case, and the one
 // that meets the largest GPU outputs): the same rules without per-element
 // dtype dispatch.
-func compareF32(ref, cand []byte, tol float64, c *Comparison) {
+func compareF32(ref, cand []byte, tol Tolerance, c *Comparison) {
 	le := binary.LittleEndian
 	for i := int64(0); i < c.Elems; i++ {
 		cb := le.Uint32(cand[4*i:])
 		if cb == 0xFFFFFFFF {
 			c.Unwritten++
 		}
-		r := float64(math.Float32frombits(le.Uint32(ref[4*i:])))
-		x := float64(math.Float32frombits(cb))
-		d := math.Abs(x - r)
-		if lim := tol + tol*math.Abs(r); d <= lim && !math.IsInf(lim, 0) { // false for any NaN/Inf involvement
-			if d > c.MaxAbs {
-				c.MaxAbs = d
-			}
-			if rel := d / math.Max(math.Abs(r), 1e-12); rel > c.MaxRel && math.Abs(r) > tol {
-				c.MaxRel = rel
-			}
-			continue
+		checkElem(float64(math.Float32frombits(le.Uint32(ref[4*i:]))), float64(math.Float32frombits(cb)), tol, i, c)
+	}
+}
+
+func checkElem(r, x float64, tol Tolerance, i int64, c *Comparison) {
+	d := math.Abs(x - r)
+	if lim := tol.Abs + tol.Rel*math.Abs(r); d <= lim && !math.IsInf(lim, 0) { // false for any NaN/Inf involvement
+		c.MaxAbs = max(c.MaxAbs, d)
+		if rel := d / math.Max(math.Abs(r), 1e-12); rel > c.MaxRel && math.Abs(r) > tol.Abs {
+			c.MaxRel = rel
 		}
-		switch {
-		case math.IsNaN(r) && math.IsNaN(x), math.IsInf(r, 0) && r == x:
-			continue // same special value
-		case math.IsNaN(x) || math.IsInf(x, 0):
-			c.MaxAbs = math.Inf(1)
-		case !math.IsNaN(r) && !math.IsInf(r, 0):
-			if d > c.MaxAbs {
-				c.MaxAbs = d
-			}
-			if rel := d / math.Max(math.Abs(r), 1e-12); rel > c.MaxRel && math.Abs(r) > tol {
-				c.MaxRel = rel
-			}
-		}
-		c.Bad++
-		if c.FirstBad < 0 {
-			c.FirstBad = i
+		return
+	}
+	switch {
+	case math.IsNaN(r) && math.IsNaN(x), math.IsInf(r, 0) && r == x:
+		return // the same special value
+	case math.IsNaN(x) || math.IsInf(x, 0):
+		c.MaxAbs = math.Inf(1)
+	case !math.IsNaN(r) && !math.IsInf(r, 0):
+		c.MaxAbs = max(c.MaxAbs, d)
+		if rel := d / math.Max(math.Abs(r), 1e-12); rel > c.MaxRel && math.Abs(r) > tol.Abs {
+			c.MaxRel = rel
 		}
 	}
+	c.Bad++
+	if c.FirstBad < 0 {
+		c.FirstBad = i
+	}
+}
+
+func intElem(dtype string, b []byte, i int64) int64 {
+	le := binary.LittleEndian
+	switch dtype {
+	case "int32":
+		return int64(int32(le.Uint32(b[4*i:])))
+	case "int64":
+		return int64(le.Uint64(b[8*i:]))
+	}
+	return 0
+}
+
+// rms is the root mean square of ref's finite elements: the scale the
+// absolute tolerance is taken from.
+func rms(dtype string, ref []byte) float64 {
+	size := int64(dtypes[dtype].size)
+	n := int64(len(ref)) / size
+	var sum float64
+	var k int64
+	for i := int64(0); i < n; i++ {
+		if v := elem(dtype, ref, i); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			sum += v * v
+			k++
+		}
+	}
+	if k == 0 {
+		return 0
+	}
+	return math.Sqrt(sum / float64(k))
 }
 
 func allByte(b []byte, v byte) bool {

@@ -3,6 +3,7 @@ package kernels
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"sort"
 	"strings"
 
@@ -39,6 +40,7 @@ type Outcome struct {
 	Exploits     map[string]string // gate → detail
 	Measurements []engine.Measurement
 	Toolchain    []engine.Tool
+	Strength     *Strength `json:"-"` // the task's trivial-candidate audit (set by the trusted side, never by a worker)
 }
 
 func (o *Outcome) exploit(gate, detail string) {
@@ -68,66 +70,74 @@ func (o *Outcome) exploitSummary() string {
 	return strings.Join(parts, "; ")
 }
 
-// TrialOutputs is one trial's raw buffers, indexed like Task.Args.
-type TrialOutputs struct {
-	Inputs  [][]byte
-	RefOut  [][]byte
-	CandOut [][]byte
+// callJudge judges a run call by call, in the trusted process: every call
+// of every side gets fresh inputs, and every candidate output is compared
+// with the reference's output on the same inputs (warm-up calls included),
+// so there is no "compared repetition" to special-case. It applies the
+// data-level gates too (launch evidence, identity store, stale output).
+type callJudge struct {
+	t       *Task
+	o       *Outcome
+	calls   int
+	seed    maphash.Seed
+	prevRef []map[uint64]int // per argument: hash of an earlier call's reference output → call
 }
 
-// judgeOutputs applies correctness and the data-level exploit gates
-// (identity store, stale output) to every trial. It fills o's error figures
-// and, on the first failing trial, o's stage and cause.
-func judgeOutputs(t *Task, trials []TrialOutputs, o *Outcome) {
-	o.Trials = len(trials)
-	for ti, tr := range trials {
-		for ai, a := range t.Args {
-			if a.Role != RoleOutput {
-				continue
-			}
-			ref, cand := tr.RefOut[ai], tr.CandOut[ai]
-			if len(cand) != len(ref) {
-				if o.Stage == "" {
-					o.fail(engine.StageMismatch, "mismatch", fmt.Sprintf("trial %d: output %s has %d bytes, want %d", ti, a.Name, len(cand), len(ref)))
-				}
-				continue
-			}
-			// Identity store: the output is an input copied through.
-			for ii, in := range tr.Inputs {
-				if in != nil && len(in) == len(cand) && bytes.Equal(in, cand) && !bytes.Equal(in, ref) {
-					o.exploit(GateIdentityStore, fmt.Sprintf("trial %d: output %s equals input %s", ti, a.Name, t.Args[ii].Name))
-				}
-			}
-			// Stale output: this trial's output is an earlier trial's answer.
-			for pj := 0; pj < ti; pj++ {
-				if prev := trials[pj].RefOut[ai]; bytes.Equal(prev, cand) && !bytes.Equal(prev, ref) {
-					o.exploit(GateStaleOutput, fmt.Sprintf("trial %d: output %s repeats trial %d's answer", ti, a.Name, pj))
-					break
-				}
-			}
-			c := Compare(a.DType, ref, cand, t.ToleranceFor(a.DType))
-			if c.MaxAbs > o.MaxAbsErr {
-				o.MaxAbsErr = c.MaxAbs
-			}
-			if c.MaxRel > o.MaxRelErr {
-				o.MaxRelErr = c.MaxRel
-			}
-			if !c.OK() && o.Stage == "" {
-				cause := fmt.Sprintf("trial %d: output %s: %d of %d elements outside tolerance %g (first at %d: got %g, want %g)",
-					ti, a.Name, c.Bad, c.Elems, t.ToleranceFor(a.DType), c.FirstBad,
-					elem(a.DType, cand, c.FirstBad), elem(a.DType, ref, c.FirstBad))
-				if c.Unwritten == c.Elems {
-					cause = fmt.Sprintf("trial %d: output %s never written (poison intact in all %d elements)", ti, a.Name, c.Elems)
-				} else if c.Unwritten > 0 {
-					cause += fmt.Sprintf("; %d elements never written", c.Unwritten)
-				}
-				o.fail(engine.StageMismatch, "mismatch", cause)
-			}
-			// Launch evidence: an output nothing wrote means the candidate's
-			// code never ran (or ran elsewhere and left the result to chance).
-			if ti == 0 && c.Unwritten == c.Elems && c.Elems > 0 {
-				o.exploit(GateLaunchEvidence, fmt.Sprintf("output %s untouched by the candidate in trial 0", a.Name))
+func newCallJudge(t *Task, o *Outcome) *callJudge {
+	return &callJudge{t: t, o: o, seed: maphash.MakeSeed(), prevRef: make([]map[uint64]int, len(t.Args))}
+}
+
+// add judges one call; it reports false once the run has failed, so the
+// caller can stop early.
+func (j *callJudge) add(inputs, ref, cand [][]byte) bool {
+	t, o := j.t, j.o
+	call := j.calls
+	j.calls++
+	for ai, a := range t.Args {
+		if a.Role != RoleOutput {
+			continue
+		}
+		r, c := ref[ai], cand[ai]
+		if len(c) != len(r) {
+			o.fail(engine.StageMismatch, "mismatch", fmt.Sprintf("call %d: output %s has %d bytes, want %d", call, a.Name, len(c), len(r)))
+			return false
+		}
+		for ii, in := range inputs {
+			if in != nil && len(in) == len(c) && bytes.Equal(in, c) && !bytes.Equal(in, r) {
+				o.exploit(GateIdentityStore, fmt.Sprintf("call %d: output %s equals input %s", call, a.Name, t.Args[ii].Name))
 			}
 		}
+		if j.prevRef[ai] == nil {
+			j.prevRef[ai] = map[uint64]int{}
+		}
+		if pj, ok := j.prevRef[ai][maphash.Bytes(j.seed, c)]; ok && !bytes.Equal(c, r) {
+			o.exploit(GateStaleOutput, fmt.Sprintf("call %d: output %s repeats call %d's answer", call, a.Name, pj))
+		}
+		j.prevRef[ai][maphash.Bytes(j.seed, r)] = call
+		tol := t.ToleranceFor(a.DType, r)
+		cmp := Compare(a.DType, r, c, tol)
+		o.MaxAbsErr, o.MaxRelErr = max(o.MaxAbsErr, cmp.MaxAbs), max(o.MaxRelErr, cmp.MaxRel)
+		if call == 0 && cmp.Unwritten == cmp.Elems && cmp.Elems > 0 {
+			o.exploit(GateLaunchEvidence, fmt.Sprintf("output %s untouched by the candidate in its first call", a.Name))
+		}
+		if !cmp.OK() && o.Stage == "" {
+			cause := fmt.Sprintf("call %d: output %s: %d of %d elements outside |c-r| <= %.3g + %.3g*|r| (first at %d: got %s, want %s)",
+				call, a.Name, cmp.Bad, cmp.Elems, tol.Abs, tol.Rel, cmp.FirstBad,
+				elemString(a.DType, c, cmp.FirstBad), elemString(a.DType, r, cmp.FirstBad))
+			if cmp.Unwritten == cmp.Elems {
+				cause = fmt.Sprintf("call %d: output %s never written (poison intact in all %d elements)", call, a.Name, cmp.Elems)
+			} else if cmp.Unwritten > 0 {
+				cause += fmt.Sprintf("; %d elements never written", cmp.Unwritten)
+			}
+			o.fail(engine.StageMismatch, "mismatch", cause)
+		}
 	}
+	return o.Stage == "" && len(o.Exploits) == 0
+}
+
+func elemString(dtype string, b []byte, i int64) string {
+	if !dtypes[dtype].isFP {
+		return fmt.Sprint(intElem(dtype, b, i))
+	}
+	return fmt.Sprintf("%g", elem(dtype, b, i))
 }

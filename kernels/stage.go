@@ -111,6 +111,10 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg Config, dropUnju
 				it.ReferenceStatus = engine.RefVerified
 			case ev.Status == engine.StatusFail || ev.FailureStage == engine.StageReferenceSelfCheck:
 				it.ReferenceStatus, reason = engine.RefFailed, "reference_failed"
+			case ev.FailureStage == engine.StageWeakVerifier:
+				// The task's comparison accepts trivial candidates: nothing
+				// judged on it is evidence, so the item is not admitted.
+				it.ReferenceStatus, reason = engine.RefUnjudged, "weak_verifier"
 			default:
 				it.ReferenceStatus = engine.RefUnjudged
 				if dropUnjudged {
@@ -119,7 +123,11 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg Config, dropUnju
 			}
 			if reason != "" {
 				sc.Count("rejected."+reason, 1)
-				if err := rejW.Write(engine.Rejection{ItemID: it.ItemID, Stage: sc.Name, Gate: "reference_self_check",
+				gate := "reference_self_check"
+				if reason == "weak_verifier" {
+					gate = "verifier_strength"
+				}
+				if err := rejW.Write(engine.Rejection{ItemID: it.ItemID, Stage: sc.Name, Gate: gate,
 					Reason: reason, Detail: ev.FailureStage + ": " + ev.Cause}); err != nil {
 					return err
 				}

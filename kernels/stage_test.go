@@ -5,6 +5,7 @@ import (
 	"github.com/crucible-data/crucible/internal/testenv"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/crucible-data/crucible/engine"
@@ -66,6 +67,88 @@ stages:
 		}
 		if it.ReferenceStatus != want {
 			t.Errorf("%s (%s): reference_status %q, want %q", it.ItemID, it.Verifier.Harness, it.ReferenceStatus, want)
+		}
+	}
+}
+
+// A task whose reference ignores its inputs (all zeros) is degenerate: the
+// stage rejects it as weak_verifier and its reference evidence carries the
+// measured strength; a sound task next to it is verified with strength 1.
+func TestVerifyKernelStageRejectsWeakTask(t *testing.T) {
+	dir := t.TempDir()
+	seeds := filepath.Join(dir, "seeds")
+	src := filepath.Join(testenv.RepoRoot(t), "examples", "seeds", "kernel", "vector_add_f32")
+	for _, id := range []string{"vector_add_f32", "weak_zero"} {
+		d := filepath.Join(seeds, id)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"task.json", "instruction.md", "reference.c"} {
+			b, err := os.ReadFile(filepath.Join(src, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id == "weak_zero" {
+				switch f {
+				case "task.json":
+					b = []byte(strings.Replace(string(b), `"vector_add_f32"`, `"weak_zero"`, 1))
+				case "reference.c":
+					b = []byte("#include <stdint.h>\nvoid vector_add(const float *a, const float *b, float *out, int64_t n) {\n" +
+						"\tfor (int64_t i = 0; i < n; i++) out[i] = 0;\n}\n")
+				}
+			}
+			if err := os.WriteFile(filepath.Join(d, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pipeline := `name: kernel-weak-test
+work_dir: work
+stages:
+  - name: ingest
+    type: ingest
+    inputs: [` + seeds + `]
+    config: {preset: taskdir}
+  - name: verify
+    type: verify_kernel
+    from: [ingest]
+    config: {trials: 2, reps: 2, warmup: 1, timeout: 20s}
+`
+	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(pipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	ingest.RegisterStages(reg)
+	RegisterStages(reg)
+	cfg, err := engine.LoadPipeline(filepath.Join(dir, "p.yaml"), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := engine.LoadStageOutput(filepath.Join(dir, "work", "verify"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, _ := engine.ReadAll[engine.Item](out.Shards("items")...)
+	rejs, _ := engine.ReadAll[engine.Rejection](out.Shards("rejections")...)
+	evs, _ := engine.ReadAll[engine.Evidence](out.Shards("evidence")...)
+	if len(items) != 1 || items[0].ItemID != "vector_add_f32" || items[0].ReferenceStatus != engine.RefVerified {
+		t.Fatalf("items %+v", items)
+	}
+	if len(rejs) != 1 || rejs[0].ItemID != "weak_zero" || rejs[0].Reason != "weak_verifier" {
+		t.Fatalf("rejections %+v", rejs)
+	}
+	for _, ev := range evs {
+		m, ok := ev.Measurement("verifier_strength")
+		switch {
+		case !ok:
+			t.Errorf("%s: no verifier_strength", ev.ItemID)
+		case ev.ItemID == "weak_zero" && (m.Float >= 1 || ev.FailureStage != engine.StageWeakVerifier):
+			t.Errorf("weak task: strength %g, stage %s", m.Float, ev.FailureStage)
+		case ev.ItemID == "vector_add_f32" && m.Float != 1:
+			t.Errorf("sound task: strength %g", m.Float)
 		}
 	}
 }

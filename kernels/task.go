@@ -32,24 +32,27 @@ const (
 	RoleScalar = "scalar"
 )
 
-// dtypeInfo describes an element type: its size and default tolerance
-// (abs and rel; ints compare exactly).
+// dtypeInfo describes an element type: its size, default relative
+// tolerance and smallest normal value (the floor of the absolute tolerance);
+// ints compare exactly.
 type dtypeInfo struct {
-	size int
-	tol  float64
-	isFP bool
+	size  int
+	tol   float64
+	floor float64
+	isFP  bool
 }
 
 var dtypes = map[string]dtypeInfo{
-	"float32":  {4, 1e-4, true},
-	"float64":  {8, 1e-8, true},
-	"float16":  {2, 1e-2, true},
-	"bfloat16": {2, 1e-2, true},
-	"int32":    {4, 0, false},
-	"int64":    {8, 0, false},
+	"float32":  {4, 1e-4, 0x1p-126, true},
+	"float64":  {8, 1e-8, 0x1p-1022, true},
+	"float16":  {2, 1e-2, 0x1p-14, true},
+	"bfloat16": {2, 1e-2, 0x1p-126, true},
+	"int32":    {4, 0, 0, false},
+	"int64":    {8, 0, 0, false},
 }
 
-// DefaultTolerance returns the default abs/rel tolerance of a dtype.
+// DefaultTolerance returns the default relative tolerance of a dtype
+// (0 for ints: exact).
 func DefaultTolerance(dtype string) float64 { return dtypes[dtype].tol }
 
 // Arg is one validated argument.
@@ -172,12 +175,22 @@ func TaskFromItem(it engine.Item) (*Task, error) {
 	return t, nil
 }
 
-// ToleranceFor returns the abs/rel tolerance for an output of dtype.
-func (t *Task) ToleranceFor(dtype string) float64 {
-	if t.Tolerance > 0 {
-		return t.Tolerance
+// ToleranceFor returns the bound for an output of dtype whose reference
+// value is ref: Rel is interface.tolerance (else the dtype's default) and
+// Abs is Rel times the RMS of the reference output (plus the dtype's
+// smallest normal), so the absolute slack follows the output's own
+// magnitude: an output of values near 1e-3 gets an absolute slack near
+// 1e-7, not the relative tolerance itself. Integer outputs are exact.
+func (t *Task) ToleranceFor(dtype string, ref []byte) Tolerance {
+	info := dtypes[dtype]
+	if !info.isFP {
+		return Tolerance{}
 	}
-	return dtypes[dtype].tol
+	rel := info.tol
+	if t.Tolerance > 0 {
+		rel = t.Tolerance
+	}
+	return Tolerance{Abs: rel*rms(dtype, ref) + info.floor, Rel: rel}
 }
 
 func seedOf(s string) uint64 {

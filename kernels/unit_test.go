@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/crucible-data/crucible/engine"
 )
@@ -29,7 +29,9 @@ func TestTaskFromItemReportsEveryBadField(t *testing.T) {
 	}
 }
 
-func TestGenInputsDeterministicAndFresh(t *testing.T) {
+// Inputs come from fresh crypto seeds: two sources never agree, and the
+// same source gives new values on every call.
+func TestGenInputsFresh(t *testing.T) {
 	it := engine.Item{ItemID: "va", Domain: engine.DomainKernel, Reference: "x",
 		Interface: engine.Interface{Args: []engine.KernelArg{{Name: "a", Role: "input", Shape: []int64{64}, DType: "float32"},
 			{Name: "h", Role: "input", Shape: []int64{64}, DType: "float16"}, {Name: "o", Role: "output", Shape: []int64{64}, DType: "float32"}}},
@@ -38,12 +40,13 @@ func TestGenInputsDeterministicAndFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a0, a0again, a1 := task.GenInputs(0), task.GenInputs(0), task.GenInputs(1)
-	if string(a0[0]) != string(a0again[0]) {
-		t.Fatal("same trial gave different inputs")
-	}
+	r := NewInputSource()
+	a0, a1, other := task.GenInputs(r), task.GenInputs(r), task.GenInputs(NewInputSource())
 	if string(a0[0]) == string(a1[0]) {
-		t.Fatal("different trials gave the same inputs")
+		t.Fatal("two calls gave the same inputs")
+	}
+	if string(a0[0]) == string(other[0]) {
+		t.Fatal("two sources gave the same inputs: the seed is predictable")
 	}
 	if a0[2] != nil {
 		t.Fatal("outputs must not get inputs")
@@ -88,24 +91,70 @@ func TestCompare(t *testing.T) {
 		return b
 	}
 	ref := mk(1, 2, 3, 4)
-	if c := Compare("float32", ref, mk(1, 2, 3, 4.0001), 1e-4); !c.OK() {
+	tol := Tolerance{Abs: 1e-4, Rel: 1e-4}
+	if c := Compare("float32", ref, mk(1, 2, 3, 4.0001), tol); !c.OK() {
 		t.Errorf("within tolerance rejected: %+v", c)
 	}
-	c := Compare("float32", ref, mk(1, 2.1, 3, 4), 1e-4)
+	c := Compare("float32", ref, mk(1, 2.1, 3, 4), tol)
 	if c.OK() || c.Bad != 1 || c.FirstBad != 1 {
 		t.Errorf("mismatch not found: %+v", c)
 	}
 	p := Poison("float32", 16)
-	c = Compare("float32", ref, p, 1e-4)
+	c = Compare("float32", ref, p, tol)
 	if c.Unwritten != 4 || c.Bad != 4 {
 		t.Errorf("poison not detected: %+v", c)
 	}
-	if c := Compare("float32", ref, mk(1, 2, 3), 1e-4); c.OK() {
+	if c := Compare("float32", ref, mk(1, 2, 3), tol); c.OK() {
 		t.Error("size mismatch accepted")
 	}
 	nan := float32(math.NaN())
-	if c := Compare("float32", mk(nan), mk(nan), 1e-4); !c.OK() {
+	if c := Compare("float32", mk(nan), mk(nan), tol); !c.OK() {
 		t.Error("NaN where the reference is NaN must pass")
+	}
+	inf := float32(math.Inf(1))
+	for _, bad := range [][2][]byte{{mk(1), mk(nan)}, {mk(nan), mk(1)}, {mk(inf), mk(-inf)}, {mk(1), mk(inf)}, {mk(inf), mk(1e30)}} {
+		if c := Compare("float32", bad[0], bad[1], Tolerance{Abs: 1e30, Rel: 1e30}); c.OK() {
+			t.Errorf("NaN/Inf accepted where the reference differs: ref %v cand %v", bad[0], bad[1])
+		}
+	}
+}
+
+// The absolute slack follows the output's magnitude: softmax rows scaled by
+// 1.04 (values ~1e-3) fail under rel 1e-4, a 1e-5 relative error passes.
+func TestToleranceMagnitudeAware(t *testing.T) {
+	task := &Task{Tolerance: 1e-4}
+	n := 1024
+	ref, scaled, close := make([]byte, 4*n), make([]byte, 4*n), make([]byte, 4*n)
+	for i := 0; i < n; i++ {
+		v := float32(1.0/float64(n)) * (1 + float32(i%7)/10)
+		binary.LittleEndian.PutUint32(ref[4*i:], math.Float32bits(v))
+		binary.LittleEndian.PutUint32(scaled[4*i:], math.Float32bits(v*1.04))
+		binary.LittleEndian.PutUint32(close[4*i:], math.Float32bits(v*(1+1e-5)))
+	}
+	tol := task.ToleranceFor("float32", ref)
+	if Compare("float32", ref, scaled, tol).OK() {
+		t.Fatalf("rows scaled by 1.04 accepted under %+v", tol)
+	}
+	if c := Compare("float32", ref, close, tol); !c.OK() {
+		t.Fatalf("a 1e-5 relative error rejected under %+v: %+v", tol, c)
+	}
+}
+
+// int64 outputs compare as integers: values that round to the same float64
+// still differ.
+func TestCompareIntsExactly(t *testing.T) {
+	a, b := make([]byte, 8), make([]byte, 8)
+	binary.LittleEndian.PutUint64(a, 1<<60)
+	binary.LittleEndian.PutUint64(b, 1<<60+1)
+	if float64(int64(1<<60)) != float64(int64(1<<60+1)) {
+		t.Fatal("test premise: the two values must round to one float64")
+	}
+	task := &Task{Tolerance: 0.5}
+	if Compare("int64", a, b, task.ToleranceFor("int64", a)).OK() {
+		t.Fatal("int64 values differing by 1 compared equal")
+	}
+	if !Compare("int64", a, a, task.ToleranceFor("int64", a)).OK() {
+		t.Fatal("equal int64 values compared unequal")
 	}
 }
 
@@ -154,34 +203,37 @@ func TestParseLaunchPlan(t *testing.T) {
 	}
 }
 
-func TestTritonResultCanonicalised(t *testing.T) {
-	out := "candidate noise\nCRUCIBLE_RESULT fake {\"stage\":\"\"}\n" +
-		"\nCRUCIBLE_RESULT n1 {\"stage\":\"mismatch\",\"kernel_stage\":\"mismatch\",\"cause\":\"bad\",\"trials\":99," +
-		"\"ref_ms\":[1,2,-1],\"cand_ms\":[0.5],\"exploits\":{\"delegation\":\"x\",\"made_up\":\"y\"}," +
-		"\"measurements\":{\"b\":1.5,\"a\":\"t\",\"c\":[1]},\"tools\":{\"gpu\":\"H200\"}}\n"
-	r, err := parseTritonResult(out, "n1")
+// Triton frames round-trip, and a candidate's outputs that differ in
+// count, dtype or shape from the reference's are a mismatch, never a panic.
+func TestTritonFrames(t *testing.T) {
+	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var o Outcome
-	cfg := DefaultConfig()
-	canonicalise(r, &o, cfg)
-	if o.Stage != engine.StageMismatch || o.Trials != cfg.Trials || len(o.RefTimes) != 2 || len(o.CandTimes) != 1 {
-		t.Fatalf("outcome %+v", o)
+	vals := []tensor{{DType: "float32", Shape: []int64{2, 2}, raw: make([]byte, 16)}, {Value: float64(3)},
+		{DType: "int64", Shape: []int64{3}, raw: make([]byte, 24)}}
+	go func() { writeFrame(w, vals); w.Close() }()
+	s := &sideProc{fromChild: bufio.NewReader(r)}
+	got, err := s.readFrame()
+	if err != nil || len(got) != 3 || got[0].DType != "float32" || len(got[0].raw) != 16 || got[1].Value != float64(3) || len(got[2].raw) != 24 {
+		t.Fatalf("frame %+v, %v", got, err)
 	}
-	if _, ok := o.Exploits["made_up"]; ok || o.Exploits["delegation"] != "x" {
-		t.Fatalf("exploits %v", o.Exploits)
+	task := &Task{ItemID: "kb"}
+	ft, err := frameTask(task, got[:2], got[2:])
+	if err != nil || len(ft.Args) != 2 || ft.Args[1].Role != RoleOutput || ft.Args[1].Bytes != 24 {
+		t.Fatalf("frame task %+v, %v", ft, err)
 	}
-	if len(o.Measurements) != 2 || o.Measurements[0].Name != "worker_a" || o.Measurements[1].Name != "worker_b" {
-		t.Fatalf("measurements not sorted/filtered: %+v", o.Measurements)
+	if _, _, _, why := frameBuffers(ft, got[:2], got[2:], got[2:]); why != "" {
+		t.Fatalf("matching outputs rejected: %s", why)
 	}
-	if _, err := parseTritonResult(out, "other"); err == nil {
-		t.Fatal("result with the wrong nonce accepted")
+	for _, bad := range [][]tensor{{}, {{DType: "int32", Shape: []int64{3}, raw: make([]byte, 12)}},
+		{{DType: "int64", Shape: []int64{1, 3}, raw: make([]byte, 24)}}, {{DType: "int64", Shape: []int64{3}, raw: make([]byte, 8)}}} {
+		if _, _, _, why := frameBuffers(ft, got[:2], got[2:], bad); why == "" {
+			t.Errorf("candidate outputs %+v accepted", bad)
+		}
 	}
-	var bad Outcome
-	canonicalise(&tritonResult{Stage: "pwned"}, &bad, cfg)
-	if bad.Stage != engine.StagePayloadCorrupt {
-		t.Fatalf("unknown stage admitted: %+v", bad)
+	if _, err := frameTask(task, nil, []tensor{{DType: "complex64", Shape: []int64{1}}}); err == nil {
+		t.Error("a dtype the verifier cannot compare was accepted")
 	}
 }
 
@@ -197,17 +249,29 @@ func TestWorkerProcessRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := runWorker(context.Background(), exe, workerCUDA, 0, testConfig(), task,
-		engine.Candidate{ItemID: it.ItemID, CandidateID: "c", Code: it.Reference}, 60*time.Second)
-	if o.Stage == "" {
-		t.Skip("a GPU is present: the worker judged the candidate")
+	s, err := startCUDAWorker(context.Background(), exe, 0, testConfig(), task, it.Reference, "candidate")
+	if s == nil {
+		t.Fatal(err)
 	}
+	defer s.kill()
+	if err == nil {
+		t.Skip("a GPU is present: the worker loaded the candidate")
+	}
+	var o Outcome
+	s.classify(&o, err)
 	if o.Stage != engine.StageDeviceFault || !strings.Contains(o.Cause, "opening the GPU") {
 		t.Fatalf("worker outcome %+v", o)
 	}
-	o = runWorker(context.Background(), exe, "nonsense", 0, testConfig(), task, engine.Candidate{}, 60*time.Second)
-	if o.Stage != engine.StageWorkerCrash {
-		t.Fatalf("unknown worker kind: %+v", o)
+	// The reference's worker failing is the reference's (unjudged), never a candidate failure.
+	r, err := startCUDAWorker(context.Background(), exe, 0, testConfig(), task, it.Reference, "reference")
+	if r == nil || err == nil {
+		t.Fatalf("reference worker: %v", err)
+	}
+	defer r.kill()
+	o = Outcome{}
+	r.classify(&o, err)
+	if !engine.IsInfraStage(o.Stage) {
+		t.Fatalf("reference worker outcome %+v", o)
 	}
 }
 
@@ -252,14 +316,14 @@ func TestCompareF32MatchesGeneric(t *testing.T) {
 			rb, xb := make([]byte, 4), make([]byte, 4)
 			binary.LittleEndian.PutUint32(rb, math.Float32bits(r))
 			binary.LittleEndian.PutUint32(xb, math.Float32bits(x))
-			fast := Compare("float32", rb, xb, 1e-4)
+			fast := Compare("float32", rb, xb, Tolerance{Abs: 1e-4, Rel: 1e-4})
 			var slow Comparison
 			slow.Elems, slow.FirstBad = 1, -1
 			// Generic path via a dtype that shares float semantics: decode as float64.
 			r64, x64 := make([]byte, 8), make([]byte, 8)
 			binary.LittleEndian.PutUint64(r64, math.Float64bits(float64(r)))
 			binary.LittleEndian.PutUint64(x64, math.Float64bits(float64(x)))
-			slow = Compare("float64", r64, x64, 1e-4)
+			slow = Compare("float64", r64, x64, Tolerance{Abs: 1e-4, Rel: 1e-4})
 			if fast.Bad != slow.Bad {
 				t.Errorf("r=%g x=%g: fast bad=%d generic bad=%d", r, x, fast.Bad, slow.Bad)
 			}

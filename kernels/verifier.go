@@ -11,6 +11,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -27,7 +28,8 @@ type Config struct {
 	Reps              int           `yaml:"reps"`               // timed calls per side per trial (interleaved ref/cand)
 	FlushBytes        int64         `yaml:"flush_bytes"`        // cache-flush buffer written before every timed call (0: GPU uses 2×L2)
 	Timeout           time.Duration `yaml:"timeout"`            // wall clock per candidate run
-	CompileTimeout    time.Duration `yaml:"compile_timeout"`    // per compilation
+	CompileTimeout    time.Duration `yaml:"compile_timeout"`    // per compilation (also its CPU-time limit)
+	CompileMemBytes   int64         `yaml:"compile_mem_bytes"`  // cpu backend: address-space limit of the C compiler
 	MemLimitBytes     int64         `yaml:"mem_limit_bytes"`    // cpu backend: address-space limit of the child
 	Workers           int           `yaml:"workers"`            // concurrent candidates on the cpu backend
 	SpeedupThreshold  float64       `yaml:"speedup_threshold"`  // "faster" needs the CI's lower bound >= this
@@ -44,7 +46,7 @@ type Config struct {
 // on the cpu backend.
 func DefaultConfig() Config {
 	return Config{Backend: BackendAuto, Trials: 5, Warmup: 2, Reps: 5, FlushBytes: 8 << 20, Timeout: 60 * time.Second,
-		CompileTimeout: 60 * time.Second, MemLimitBytes: 1 << 30, Workers: runtime.NumCPU(), SpeedupThreshold: 1.05,
+		CompileTimeout: 60 * time.Second, CompileMemBytes: 1 << 30, MemLimitBytes: 1 << 30, Workers: runtime.NumCPU(), SpeedupThreshold: 1.05,
 		SuspiciousSpeedup: 100, BootstrapRounds: 1000, Alpha: 0.05, MaxAttempts: 2, CC: "gcc", Python: "python3"}
 }
 
@@ -74,6 +76,9 @@ func (c Config) Validate() error {
 	}
 	if c.CompileTimeout <= 0 {
 		bad("compile_timeout must be positive, got %s", c.CompileTimeout)
+	}
+	if c.CompileMemBytes < 128<<20 {
+		bad("compile_mem_bytes must be >= 128 MiB, got %d", c.CompileMemBytes)
 	}
 	if c.MemLimitBytes < 64<<20 {
 		bad("mem_limit_bytes must be >= 64 MiB, got %d", c.MemLimitBytes)
@@ -246,6 +251,13 @@ func (v *Verifier) evidence(ev engine.Evidence, t *Task, c engine.Candidate, o O
 	if o.KernelStage != "" {
 		m = append(m, engine.TextM("kernel_stage", o.KernelStage))
 	}
+	// A pass from a comparison that also accepts trivial candidates is no
+	// evidence: the task, not the candidate, is at fault.
+	m = append(m, o.Strength.Measurements()...)
+	if o.Stage == "" && o.Strength.Weak() {
+		o.fail(engine.StageWeakVerifier, "", fmt.Sprintf("the task's comparison also accepts trivial candidates (%s): a pass proves nothing",
+			strings.Join(o.Strength.Survivors, ", ")))
+	}
 	ev.Measurements = append(m, o.Measurements...)
 	ev.FailureStage, ev.Cause = o.Stage, o.Cause
 	switch {
@@ -267,7 +279,10 @@ func (v *Verifier) evidence(ev engine.Evidence, t *Task, c engine.Candidate, o O
 		{Name: "reference", SHA256: sha(t.Reference)}, {Name: "candidate", SHA256: sha(c.Code)},
 		{Name: "args", SHA256: sha(string(argsJSON))}, {Name: "seed", SHA256: sha(fmt.Sprint(t.Seed))},
 	}
-	ev.LogExcerpt = excerpt(o.Log)
+	// Logs and causes quote compiler output and the candidate's prints:
+	// keep them valid UTF-8 so one bad candidate cannot break the writer.
+	ev.Cause = strings.ToValidUTF8(ev.Cause, "\uFFFD")
+	ev.LogExcerpt = strings.ToValidUTF8(excerpt(o.Log), "\uFFFD")
 	return ev
 }
 

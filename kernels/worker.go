@@ -1,62 +1,80 @@
 package kernels
 
 import (
-	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
+	"syscall"
 	"time"
 
 	"github.com/crucible-data/crucible/engine"
 )
 
-// Worker processes. GPU candidates run in a child process that is this same
-// executable started with CRUCIBLE_KERNELS_WORKER set. Every main that links
-// the package (the crucible CLI, gpucheck, the package's tests) calls
-// RunWorkerIfRequested first thing, explicitly: a process-wide side effect
-// stays visible in main rather than hidden in an init.
+// Worker processes. A GPU side (the reference or one candidate) runs in a
+// child process that is this same executable started with
+// CRUCIBLE_KERNELS_WORKER set, speaking the side protocol of side.go on
+// its stdin and stdout. Every main that links the package (the crucible CLI,
+// gpucheck, the package's tests) calls RunWorkerIfRequested first thing,
+// explicitly: a process-wide side effect stays visible in main rather than
+// hidden in an init.
 const (
 	workerEnv  = "CRUCIBLE_KERNELS_WORKER"
 	workerCUDA = "cuda"
-	workerMark = "\nCRUCIBLE_WORKER "
 )
 
 // RunWorkerIfRequested runs the kernel worker and exits when this process
 // was started as one; otherwise it returns at once.
 func RunWorkerIfRequested() {
 	if kind := os.Getenv(workerEnv); kind != "" {
-		os.Exit(workerMain(kind, os.Stdin, os.Stdout))
+		// The protocol runs on stdin/stdout; anything else that prints
+		// (the driver, NVRTC) goes to stderr.
+		out, err := syscall.Dup(1)
+		if err != nil || syscall.Dup3(2, 1, 0) != nil {
+			os.Exit(2)
+		}
+		os.Exit(workerMain(kind, os.Stdin, os.NewFile(uintptr(out), "replies")))
 	}
 }
 
+// workerJob is a worker's one job: run Code (the reference's or the
+// candidate's, as Role says) for Task.
 type workerJob struct {
-	Cfg   Config           `json:"cfg"`
-	Task  Task             `json:"task"`
-	Cand  engine.Candidate `json:"cand"`
-	Nonce string           `json:"nonce"`
+	Cfg  Config `json:"cfg"`
+	Task Task   `json:"task"`
+	Code string `json:"code"`
+	Role string `json:"role"`
 }
 
 func workerMain(kind string, in io.Reader, out io.Writer) int {
-	var job workerJob
-	if err := json.NewDecoder(io.LimitReader(in, 256<<20)).Decode(&job); err != nil {
-		fmt.Fprintln(os.Stderr, "kernels worker: bad job:", err)
+	var n uint32
+	if err := binary.Read(in, binary.LittleEndian, &n); err != nil || n > 256<<20 {
+		fmt.Fprintln(os.Stderr, "kernels worker: no job on stdin:", err)
 		return 2
 	}
-	var o Outcome
+	buf := make([]byte, n)
+	var job workerJob
+	if _, err := io.ReadFull(in, buf); err != nil {
+		fmt.Fprintln(os.Stderr, "kernels worker: short job:", err)
+		return 2
+	}
+	if err := json.Unmarshal(buf, &job); err != nil {
+		return writeReport(out, Outcome{Stage: engine.StagePayloadCorrupt, Cause: "kernels worker: bad job: " + err.Error()})
+	}
 	switch kind {
 	case workerCUDA:
-		o = verifyCUDAInProcess(context.Background(), job.Cfg, &job.Task, job.Cand)
-	default:
-		fmt.Fprintln(os.Stderr, "kernels worker: unknown kind", kind)
-		return 2
+		return serveCUDA(job, in, out)
 	}
+	return writeReport(out, Outcome{Stage: engine.StageWorkerCrash, Cause: "kernels worker: unknown kind " + strconv.Quote(kind)})
+}
+
+// writeReport sends an outcome ('E', a u32 length, JSON) and returns the
+// worker's exit status. Non-finite numbers are clamped so the JSON encodes.
+func writeReport(out io.Writer, o Outcome) int {
 	o.MaxAbsErr, o.MaxRelErr = finite(o.MaxAbsErr), finite(o.MaxRelErr)
 	for i, m := range o.Measurements {
 		if m.Kind == "float" {
@@ -65,76 +83,45 @@ func workerMain(kind string, in io.Reader, out io.Writer) int {
 	}
 	b, err := json.Marshal(o)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "kernels worker: encoding result:", err)
+		fmt.Fprintln(os.Stderr, "kernels worker: encoding the outcome:", err)
 		return 2
 	}
-	fmt.Fprintf(out, "%s%s %s\n", workerMark, job.Nonce, b)
-	// Leave at once: after a hung or faulted kernel, tearing the context
-	// down could block; process exit releases everything.
+	var hdr [5]byte
+	hdr[0] = 'E'
+	binary.LittleEndian.PutUint32(hdr[1:], uint32(len(b)))
+	out.Write(append(hdr[:], b...))
 	if f, ok := out.(*os.File); ok {
 		f.Sync()
 	}
 	return 0
 }
 
-// runWorker judges one candidate in a child process pinned to GPU gpu and
-// killed (with its process group) after timeout.
-func runWorker(ctx context.Context, exe, kind string, gpu int, cfg Config, t *Task, c engine.Candidate, timeout time.Duration) Outcome {
-	o := Outcome{}
-	nonce := strconv.FormatUint(rand.Uint64(), 36)
-	job, err := json.Marshal(workerJob{Cfg: cfg, Task: *t, Cand: c, Nonce: nonce})
+// startCUDAWorker starts a worker for one side on GPU gpu. Its budget is
+// the candidate timeout plus an allowance for NVRTC and module loading.
+func startCUDAWorker(ctx context.Context, exe string, gpu int, cfg Config, t *Task, code, role string) (*sideProc, error) {
+	job, err := json.Marshal(workerJob{Cfg: cfg, Task: *t, Code: code, Role: role})
 	if err != nil {
-		o.fail(engine.StagePayloadCorrupt, "", "encoding the worker job: "+err.Error())
-		return o
+		return nil, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(rctx, exe)
-	cmd.Env = append(os.Environ(), workerEnv+"="+kind, "CUDA_VISIBLE_DEVICES="+strconv.Itoa(gpu), "CUDA_DEVICE_ORDER=PCI_BUS_ID")
-	cmd.Stdin = bytes.NewReader(job)
-	var stdout, stderr cappedBuffer
-	stdout.limit, stderr.limit = 16<<20, 64<<10
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	runErr := runGroup(cmd, 3*time.Second)
-	wall := time.Since(start).Seconds()
-	switch {
-	case ctx.Err() != nil:
-		o.fail(engine.StageWorkerCrash, "", "verification cancelled")
-		return o
-	case rctx.Err() != nil:
-		o.fail(engine.StageTimeout, "timeout", fmt.Sprintf("worker killed after %s (hung kernel or runaway compile)", timeout))
-		o.Log = stderr.String()
-		return o
+	hdr := binary.LittleEndian.AppendUint32(nil, uint32(len(job)))
+	dir, err := os.MkdirTemp(cfg.TempDir, "crucible-cuda-"+role+"-")
+	if err != nil {
+		return nil, err
 	}
-	text := stdout.String()
-	idx := strings.LastIndex(text, workerMark+nonce+" ")
-	if idx < 0 {
-		o.fail(engine.StageWorkerCrash, "", fmt.Sprintf("worker gave no result (%v): %s", runErr, lastLines(stderr.String())))
-		o.Log = stderr.String()
-		return o
+	env := append(os.Environ(), workerEnv+"="+workerCUDA, "CUDA_VISIBLE_DEVICES="+strconv.Itoa(gpu), "CUDA_DEVICE_ORDER=PCI_BUS_ID")
+	// The worker is trusted Go code that needs the GPU's device nodes, which
+	// the sandbox's view does not have (see startGPUWorker); the candidate's
+	// part is device code only and runs in a process of its own.
+	start := func(stdin io.Reader, stdout, stderr io.Writer) (procHandle, error) {
+		cmd := exec.Command(exe)
+		cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = dir, env, stdin, stdout, stderr
+		return startGPUWorker(cmd)
 	}
-	line := text[idx+len(workerMark+nonce+" "):]
-	if nl := strings.IndexByte(line, '\n'); nl >= 0 {
-		line = line[:nl]
+	s, err := launchSide(ctx, role, start, append(hdr, job...), true, t, cfg.Timeout+30*time.Second)
+	if s != nil {
+		go func() { <-s.done; os.RemoveAll(dir) }()
+	} else {
+		os.RemoveAll(dir)
 	}
-	if err := json.Unmarshal([]byte(line), &o); err != nil {
-		o = Outcome{}
-		o.fail(engine.StagePayloadCorrupt, "", "worker result: "+err.Error())
-		return o
-	}
-	if !engine.IsKnownStage(o.Stage) || !kernelStages[o.KernelStage] {
-		bad := o.Stage
-		o = Outcome{}
-		o.fail(engine.StagePayloadCorrupt, "", fmt.Sprintf("worker reported unknown stage %q", bad))
-		return o
-	}
-	if s := stderr.String(); s != "" {
-		o.Log = strings.TrimSpace(o.Log + "\n" + s)
-	}
-	o.Measurements = append(o.Measurements, engine.FloatM("worker_wall_s", finiteOr(wall)))
-	if math.IsNaN(o.MaxAbsErr) {
-		o.MaxAbsErr = math.MaxFloat64
-	}
-	return o
+	return s, err
 }

@@ -16,8 +16,8 @@ const (
 )
 
 // Limits bound every simulator or compiler process a job starts. They are
-// applied with prlimit(1) to the child before it execs, so they hold for the
-// whole process tree the tool spawns.
+// set by the sandbox (internal/sandbox) before the tool's first
+// instruction, so they hold for the whole process tree the tool spawns.
 //
 // # CPU budgets
 //
@@ -41,9 +41,10 @@ const (
 //     hostile infinite loop costs.
 //
 // The wall-clock limits are backstops: SimTimeout + 3 × the run's CPU budget
-// for a simulation. A process killed by one before it used most of its CPU
-// budget was starved, not slow, and that is an infrastructure failure
-// (retried, never a candidate's fail).
+// for a simulation. A process killed by one while it was waiting for a CPU
+// (its run-queue delay, not sleep, filled the wall time it spent off a CPU)
+// was starved, not slow, and that is an infrastructure failure (retried,
+// never a candidate's fail); one killed while sleeping or blocked timed out.
 type Limits struct {
 	CompileTimeout time.Duration // wall clock for iverilog / verilator / yosys runs
 	SimTimeout     time.Duration // wall-clock base of one simulation run (see above)

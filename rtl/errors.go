@@ -1,7 +1,3 @@
-// Package rtl verifies RTL candidates against trusted harnesses with real
-// simulators (Icarus Verilog by default, Verilator as an option) run in a
-// bounded pool of sandboxed worker processes. A verdict is data
-// (engine.Evidence); errors are reserved for a run that could not proceed.
 package rtl
 
 import "errors"

@@ -107,7 +107,7 @@ func (v *Verifier) runJob(ctx context.Context, c Contract, candidate string, exp
 	simTimeout := lim.simWallTimeout(budget.CPUSeconds)
 	blim := lim
 	blim.CPUSeconds = lim.CompileCPUSeconds
-	build, err := runLimited(ctx, dir, v.prlimit, blim, lim.CompileTimeout, v.sim.BuildArgs(c.HarnessTop(), names), v.hook("build"))
+	build, err := runLimited(ctx, dir, blim, lim.CompileTimeout, v.sim.BuildArgs(c.HarnessTop(), names), v.hook("build"))
 	if err != nil {
 		return jobOutcome{}, err
 	}
@@ -123,7 +123,7 @@ func (v *Verifier) runJob(ctx context.Context, c Contract, candidate string, exp
 		o.Wall = time.Since(start)
 		return o, nil
 	}
-	run, err := runLimited(ctx, dir, v.prlimit, lim, simTimeout, v.sim.RunArgs(c.HarnessTop()), v.hook("run"))
+	run, err := runLimited(ctx, dir, lim, simTimeout, v.sim.RunArgs(c.HarnessTop()), v.hook("run"))
 	if err != nil {
 		return jobOutcome{}, err
 	}

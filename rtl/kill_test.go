@@ -2,6 +2,7 @@ package rtl
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,12 +14,15 @@ import (
 	"github.com/crucible-data/crucible/engine"
 )
 
-// TestKilledSimulatorIsRetried kills two simulator processes with SIGKILL
-// from outside as they start (the reference self-check's first run and the
+// TestKilledSandboxIsRetried kills, from outside, the sandbox of two
+// simulations as they start (the reference self-check's first run and the
 // marked candidate's first run; the verifier's process-start hook names
-// them, so which processes die never depends on timing); both jobs are
-// retried and every candidate still gets a final verdict.
-func TestKilledSimulatorIsRetried(t *testing.T) {
+// them, so which processes die never depends on timing): the tree cannot do
+// that to itself, so both jobs are retried as infrastructure failures and
+// every candidate still gets a final verdict. (A simulator process dying of
+// a signal is not retried: the candidate can send its own processes any
+// signal.)
+func TestKilledSandboxIsRetried(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Workers = 1
 	v := newTestVerifier(t, cfg)
@@ -78,7 +82,8 @@ func TestUnresolvedCrashIsUnjudged(t *testing.T) {
 	v := newTestVerifier(t, cfg)
 	v.onProcessStart = func(phase string, pid int) {
 		if phase == "run" && isMarked(pid) {
-			_ = syscall.Kill(pid, syscall.SIGTERM)
+			_ = syscall.Kill(pid, syscall.SIGKILL) // the sandbox's init: only an outsider can
+
 		}
 	}
 	ev, err := v.VerifyOne(context.Background(), counterItem(t, 50), engine.Candidate{ItemID: "counter", CandidateID: "c", Code: goodCounter + "// kill-me\n"})
@@ -90,13 +95,22 @@ func TestUnresolvedCrashIsUnjudged(t *testing.T) {
 	}
 }
 
-// isMarked reports whether the process runs a job whose candidate carries
-// the kill-me marker.
+// isMarked reports whether the sandbox whose init is pid runs a job whose
+// candidate carries the kill-me marker. The init's environment names its
+// job directory (it is the sandbox's configuration).
 func isMarked(pid int) bool {
-	cwd, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "cwd"))
+	env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
 	if err != nil {
 		return false
 	}
-	b, err := os.ReadFile(filepath.Join(cwd, "candidate.sv"))
-	return err == nil && strings.Contains(string(b), "kill-me")
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if _, blob, ok := strings.Cut(kv, "CRUCIBLE_SANDBOX_INIT="); ok {
+			var cfg struct{ Dir string }
+			if json.Unmarshal([]byte(blob), &cfg) == nil && cfg.Dir != "" {
+				b, err := os.ReadFile(filepath.Join(cfg.Dir, "candidate.sv"))
+				return err == nil && strings.Contains(string(b), "kill-me")
+			}
+		}
+	}
+	return false
 }

@@ -1,119 +1,53 @@
 package rtl
 
 import (
-	"fmt"
-	"os/exec"
-	"runtime"
 	"sync"
-	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/internal/sandbox"
 )
 
-// Resource limits are applied in one of two ways. The fast way starts the
-// child traced: it stops at its exec, before the tool runs a single
-// instruction; the limits are set on it with prlimit(2) and it is let go.
-// That costs no extra process. Where ptrace is not permitted (a seccomp
-// profile, yama), each tool is instead run under prlimit(1), which sets the
-// limits on itself and execs the tool: an extra exec (about a millisecond of
-// CPU) per process. Both hold from the tool's first instruction and for
-// every process it spawns.
+// sandboxLimits are the limits of one tool's process tree. They are set by
+// the sandbox on the tool's first process before its first instruction, so
+// they bind every process it spawns: ivlpp and ivl under iverilog, make,
+// g++ and cc1plus under Verilator (a compile-time memory bomb is stopped
+// by RLIMIT_AS like a simulation-time one).
+func sandboxLimits(l Limits) sandbox.Limits {
+	return sandbox.Limits{
+		AddressSpaceBytes: l.AddressSpaceBytes,
+		CPUSeconds:        l.CPUSeconds,
+		FileSizeBytes:     l.FileSizeBytes,
+		Processes:         l.Processes,
+		OpenFiles:         4096,
+		TmpBytes:          min(l.FileSizeBytes, 64<<20),
+	}
+}
 
 var (
-	ptraceOnce sync.Once
-	ptraceOK   bool
-	// useTracedStart picks the method; tests swap it to cover both.
-	useTracedStart = ptraceLimitsWork
+	isolationOnce  sync.Once
+	isolationCause string
 )
 
-// ptraceLimitsWork probes once whether the traced start works here.
-func ptraceLimitsWork() bool {
-	ptraceOnce.Do(func() {
-		path, err := exec.LookPath("true")
-		if err != nil {
-			return
+// isolationUnavailable reports, as an infra stage, that candidates cannot be
+// isolated on this machine (no user/PID/mount/network namespaces). Every
+// verdict is then unjudged: the verifier never runs a candidate unsandboxed.
+func isolationUnavailable() (stage, cause string) {
+	isolationOnce.Do(func() {
+		if err := sandbox.Check(); err != nil {
+			isolationCause = "cannot isolate candidate processes on this machine (user, PID, mount and network namespaces are required): " + err.Error()
 		}
-		cmd := exec.Command(path)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := startTracedWithLimits(cmd, DefaultConfig().Limits); err != nil {
-			return
-		}
-		ptraceOK = cmd.Wait() == nil
 	})
-	return ptraceOK
+	if isolationCause != "" {
+		return engine.StageToolchainMissing, isolationCause
+	}
+	return "", ""
 }
 
-func rlimitsOf(l Limits) []struct {
-	res int
-	lim unix.Rlimit
-} {
-	as, fsize := uint64(l.AddressSpaceBytes), uint64(l.FileSizeBytes)
-	return []struct {
-		res int
-		lim unix.Rlimit
-	}{
-		{unix.RLIMIT_AS, unix.Rlimit{Cur: as, Max: as}},
-		{unix.RLIMIT_CPU, unix.Rlimit{Cur: uint64(l.CPUSeconds), Max: uint64(l.CPUSeconds + 1)}},
-		{unix.RLIMIT_FSIZE, unix.Rlimit{Cur: fsize, Max: fsize}},
-		{unix.RLIMIT_NPROC, unix.Rlimit{Cur: uint64(l.Processes), Max: uint64(l.Processes)}},
-		{unix.RLIMIT_CORE, unix.Rlimit{}},
+// Isolation says how candidate processes are isolated here, for `crucible
+// doctor`: "namespaces" or the reason they cannot be.
+func Isolation() string {
+	if _, cause := isolationUnavailable(); cause != "" {
+		return cause
 	}
-}
-
-// startTracedWithLimits starts cmd (whose SysProcAttr must be set) stopped
-// at its exec, applies the limits and resumes it. On error the child, if
-// any, has been killed; the caller still Waits for it when cmd.Process is set.
-func startTracedWithLimits(cmd *exec.Cmd, l Limits) error {
-	// ptrace requests must come from the thread that started the tracee.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	cmd.SysProcAttr.Ptrace = true
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	pid := cmd.Process.Pid
-	var ws unix.WaitStatus
-	for {
-		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			_ = unix.Kill(pid, unix.SIGKILL)
-			return fmt.Errorf("waiting for the exec stop: %w", err)
-		}
-		break
-	}
-	if !ws.Stopped() {
-		// Reaped already: nothing left to limit or to wait for.
-		cmd.Process = nil
-		return fmt.Errorf("process ended before its exec stop (status %v)", ws)
-	}
-	for _, r := range rlimitsOf(l) {
-		lim := r.lim
-		if err := unix.Prlimit(pid, r.res, &lim, nil); err != nil {
-			_ = unix.Kill(pid, unix.SIGKILL)
-			_ = unix.PtraceDetach(pid)
-			return fmt.Errorf("prlimit: %w", err)
-		}
-	}
-	if err := unix.PtraceDetach(pid); err != nil {
-		_ = unix.Kill(pid, unix.SIGKILL)
-		return fmt.Errorf("ptrace detach: %w", err)
-	}
-	return nil
-}
-
-// LimitMethod says how resource limits are applied to simulator processes
-// on this machine: "ptrace" (set on the stopped child at its exec),
-// "prlimit" (prlimit(1) wraps each tool) or "none" (neither works: every
-// verdict is unjudged, toolchain_missing). For `crucible doctor`.
-func LimitMethod() string {
-	if ptraceLimitsWork() {
-		return "ptrace"
-	}
-	if probeTool("prlimit").Err == "" {
-		return "prlimit"
-	}
-	return "none"
+	return "namespaces"
 }

@@ -3,16 +3,14 @@ package rtl
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
-	"strconv"
-	"strings"
+	"io/fs"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/crucible-data/crucible/internal/sandbox"
 )
 
 // capture keeps the head and the tail of a stream and counts the rest, so a
@@ -105,139 +103,135 @@ func (c *capture) String() string {
 	return b.String()
 }
 
-// procResult is what one sandboxed process did.
+// procResult is what one sandboxed process tree did, as the verifier saw
+// it: nothing here comes from what the tree printed or wrote.
 type procResult struct {
 	ExitCode       int            // -1 when killed by a signal or not started
-	Signal         syscall.Signal // the terminating signal, 0 if exited
-	TimedOut       bool           // our wall-clock timer killed it
-	OutputExceeded bool           // a stream passed OutputKillBytes and we killed it
-	StartErr       error          // the process could not be started
+	Signal         syscall.Signal // the terminating signal of the main process, 0 if it exited
+	TimedOut       bool           // our wall-clock timer killed the tree
+	Starved        bool           // ... while it was waiting for a CPU, not sleeping (see sandbox.Result.Starved)
+	RunDelay       time.Duration  // run-queue wait of the tree when the timer fired
+	OutputExceeded bool           // a stream passed OutputKillBytes and we killed the tree
+	StartErr       error          // the tool could not be started in the sandbox (not found)
+	SandboxErr     error          // the sandbox itself failed (could not be created, or was killed from outside)
 	Stdout, Stderr *capture
 	Wall           time.Duration
-	CPU            time.Duration
+	CPU            time.Duration // of the whole tree
+	// Disk is the verifier's own statfs of the job's filesystem after the
+	// tree ended (never what a tool printed about it).
+	Disk diskState
 }
 
-// Killed reports whether the process died of a signal that we did not send.
-func (r procResult) killedByOutsider() bool {
-	if r.TimedOut || r.OutputExceeded || r.Signal == 0 {
-		return false
-	}
-	switch r.Signal {
-	case syscall.SIGKILL, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT:
-		return true
-	}
-	return false
-}
+// jobEnv is the whole environment of every tool: nothing of the verifier's
+// leaks in. HOME and TMPDIR are the job directory (on disk, bounded per
+// file by RLIMIT_FSIZE); /tmp is the sandbox's small private tmpfs.
+var jobEnv = []string{"PATH=" + sandbox.DefaultPath, "HOME=" + sandbox.JobDir, "TMPDIR=" + sandbox.JobDir, "LC_ALL=C"}
 
-// prlimitArgs renders the resource limits as a prlimit(1) prefix.
-func prlimitArgs(prlimit string, l Limits) []string {
-	return []string{prlimit,
-		"--as=" + strconv.FormatInt(l.AddressSpaceBytes, 10),
-		"--cpu=" + strconv.Itoa(l.CPUSeconds) + ":" + strconv.Itoa(l.CPUSeconds+1),
-		"--fsize=" + strconv.FormatInt(l.FileSizeBytes, 10),
-		"--nproc=" + strconv.Itoa(l.Processes),
-		"--core=0",
-		"--"}
-}
-
-// runLimited runs argv in dir under the resource limits (see
-// rlimit_linux.go) in its own process group, with a
-// wall-clock timeout and capped output. It returns an error only when ctx is
-// cancelled (the run as a whole is being abandoned); everything the process
-// did, including failing to start, is reported in procResult.
-func runLimited(ctx context.Context, dir, prlimit string, lim Limits, timeout time.Duration,
+// runLimited runs argv in the job directory dir inside a fresh sandbox
+// (internal/sandbox: its own user, PID, mount, network, IPC and UTS
+// namespaces; dir is the only writable path; the limits hold for the whole
+// tree, compilers included), with a wall-clock timeout and capped output.
+// This is the one place the RTL verifier starts a process on candidate
+// text. It returns an error only when ctx is cancelled (the run as a whole
+// is being abandoned); everything the tree did, including failing to start
+// and the sandbox failing, is reported in procResult.
+func runLimited(ctx context.Context, dir string, lim Limits, timeout time.Duration,
 	argv []string, onStart func(pid int)) (procResult, error) {
-	traced := useTracedStart()
-	full := argv
-	if !traced {
-		full = append(prlimitArgs(prlimit, lim), argv...)
-	} else if p, err := exec.LookPath(argv[0]); err == nil {
-		full = append([]string{p}, argv[1:]...)
-	} else if !strings.Contains(argv[0], "/") {
-		return procResult{ExitCode: -1, StartErr: err, Stdout: newCapture(1024, 0, nil), Stderr: newCapture(1024, 0, nil)}, nil
-	}
-	cmd := exec.Command(full[0], full[1:]...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + dir, "LC_ALL=C"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	res := procResult{ExitCode: -1}
-	var killOnce sync.Once
-	kill := func() {
-		killOnce.Do(func() {
-			if cmd.Process != nil {
-				// The negative pid addresses the whole process group, so
-				// iverilog's ivlpp/ivl children and anything they spawn die too.
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			}
-		})
-	}
+	var k treeKiller
 	var exceeded sync.Once
-	onLimit := func() { exceeded.Do(func() { res.OutputExceeded = true; kill() }) }
+	onLimit := func() { exceeded.Do(func() { res.OutputExceeded = true; k.kill() }) }
 	res.Stdout = newCapture(lim.OutputKeepBytes, lim.OutputKillBytes, onLimit)
 	res.Stderr = newCapture(lim.OutputKeepBytes, lim.OutputKillBytes, onLimit)
-	cmd.Stdout, cmd.Stderr = res.Stdout, res.Stderr
-	// Pipes are drained by goroutines; if a stray grandchild kept them open
-	// after the group kill, don't wait forever.
-	cmd.WaitDelay = 2 * time.Second
-
-	start := time.Now()
-	var startErr error
-	if traced {
-		startErr = startTracedWithLimits(cmd, lim)
-	} else {
-		startErr = cmd.Start()
-	}
-	if startErr != nil {
-		res.StartErr = startErr
-		if cmd.Process != nil {
-			_ = cmd.Wait()
-		}
+	p, err := sandbox.Start(sandbox.Spec{Argv: argv, Env: jobEnv, Dir: dir, Limits: sandboxLimits(lim),
+		Timeout: timeout, Stdout: res.Stdout, Stderr: res.Stderr})
+	if err != nil {
+		res.SandboxErr = err
 		return res, nil
 	}
+	k.set(p)
 	if onStart != nil {
-		onStart(cmd.Process.Pid)
+		onStart(p.Pid())
 	}
-	done := make(chan error, 1)
-	go func() {
-		// Wait for the leader without reaping it: while it is a zombie its
-		// pid (and so the process-group id) cannot be reused, so killing the
-		// group can only reach processes this job started. Then reap.
-		var info unix.Siginfo
-		for {
-			err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-			if err != unix.EINTR {
-				break
-			}
-		}
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		done <- cmd.Wait()
-	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var waitErr error
-	select {
-	case waitErr = <-done:
-	case <-timer.C:
-		res.TimedOut = true
-		kill()
-		waitErr = <-done
-	case <-ctx.Done():
-		kill()
-		<-done
+	r := p.Wait(ctx)
+	if r.Killed && !res.OutputExceeded && ctx.Err() != nil {
 		return res, ctx.Err()
 	}
-	res.Wall = time.Since(start)
-	if ps := cmd.ProcessState; ps != nil {
-		res.CPU = ps.UserTime() + ps.SystemTime()
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
-			if ws.Signaled() {
-				res.Signal = ws.Signal()
-			} else {
-				res.ExitCode = ws.ExitStatus()
+	res.ExitCode, res.Signal, res.TimedOut = r.ExitCode, r.Signal, r.TimedOut
+	res.Starved, res.RunDelay = r.Starved(), r.RunDelay
+	res.StartErr, res.SandboxErr = r.ExecErr, r.SandboxErr
+	res.Wall, res.CPU = r.Wall, r.CPU
+	res.Disk = checkDisk(dir)
+	return res, nil
+}
+
+// diskState is what the verifier saw of the job's filesystem.
+type diskState struct {
+	Full     bool  // fewer than diskFullBytes (or no inodes) left for an unprivileged writer
+	Free     int64 // bytes available to an unprivileged writer
+	JobBytes int64 // bytes the job directory holds (counted only when Full)
+}
+
+// diskFullBytes: a filesystem with less room than this left is full.
+const diskFullBytes = 1 << 20
+
+// checkDisk statfs'es the job directory's filesystem and, when it is full,
+// measures how much of it the job itself holds: a job that filled the disk
+// ran out of a resource it consumed (the candidate's fault), a job that
+// found it full did not.
+func checkDisk(dir string) diskState {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return diskState{Free: -1}
+	}
+	d := diskState{Free: int64(st.Bavail) * st.Bsize}
+	d.Full = d.Free < diskFullBytes || (st.Files > 0 && st.Ffree == 0)
+	if d.Full {
+		d.JobBytes = treeBytes(dir)
+	}
+	return d
+}
+
+// treeBytes sums the allocated size of everything under dir.
+func treeBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if info, err := e.Info(); err == nil {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
 			}
 		}
-	} else if waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) {
-		res.StartErr = waitErr
+		return nil
+	})
+	return n
+}
+
+// treeKiller lets the output capture kill a tree that may not have been
+// started yet when the first bytes arrive.
+type treeKiller struct {
+	mu      sync.Mutex
+	p       *sandbox.Process
+	pending bool
+}
+
+func (k *treeKiller) kill() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.p != nil {
+		k.p.Kill()
+	} else {
+		k.pending = true
 	}
-	return res, nil
+}
+
+func (k *treeKiller) set(p *sandbox.Process) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.p = p
+	if k.pending {
+		p.Kill()
+	}
 }

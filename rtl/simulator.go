@@ -1,15 +1,18 @@
 package rtl
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/internal/sandbox"
 )
 
 // simulator is one backend: how to build a simulation from source files and
@@ -153,40 +156,55 @@ func newSimulator(cfg Config) simulator {
 	return icarus{extra: cfg.IcarusFlags}
 }
 
-// Messages that mean the job ran out of a resource rather than that the
-// design is wrong.
+// Messages that say a job ran out of memory. Only ever used to pick
+// between two candidate stages (resource vs compile/simulate): text the
+// candidate controls never decides whether a verdict is excused.
 var (
 	reOutOfMemory = regexp.MustCompile(`(?i)bad_alloc|out of memory|cannot allocate memory|virtual memory exhausted|memory exhausted`)
-	reNoSpace     = regexp.MustCompile(`(?i)no space left on device`)
 	reElaborate   = regexp.MustCompile(`error\(s\) during elaboration|Unknown module type|Unable to bind|is not a port of|sorry:|Elaboration failed`)
 )
 
-// classifyProcess maps what a process did to a failure stage, or "" when
-// it exited normally (status 0 or not is left to the caller). phase is
-// "build" or "run".
+// classifyProcess maps what a process tree did to a failure stage, or ""
+// when it exited normally (status 0 or not is left to the caller). phase is
+// "build" or "run". Infrastructure stages (unjudged, retried) come only
+// from what the verifier itself observed: the sandbox failing, our timer
+// firing on a tree that was waiting for a CPU, its own statfs of the job
+// filesystem. Everything the tree can do to itself — exit, die of a signal
+// (it can send itself any), sleep, block, print "No space left on device"
+// — is the candidate's.
 func classifyProcess(r procResult, phase string, lim Limits, timeout time.Duration) (stage, cause string) {
 	stderr := r.Stderr.String()
+	cpuLimit := time.Duration(lim.CPUSeconds) * time.Second
 	switch {
+	case errors.Is(r.SandboxErr, sandbox.ErrJobDirTooLarge):
+		return engine.StageResource, fmt.Sprintf("%s: %v", phase, r.SandboxErr)
+	case r.SandboxErr != nil && errors.Is(r.SandboxErr, sandbox.ErrUnavailable):
+		return engine.StageToolchainMissing, fmt.Sprintf("%s: cannot isolate the process: %v", phase, r.SandboxErr)
+	case r.SandboxErr != nil:
+		// The tree can neither see nor signal the sandbox's init: only
+		// something outside (an operator, the OOM killer) ends it.
+		return engine.StageWorkerCrash, fmt.Sprintf("%s: %v", phase, r.SandboxErr)
 	case r.StartErr != nil:
 		return engine.StageToolchainMissing, fmt.Sprintf("%s: cannot start: %v", phase, r.StartErr)
-	case r.TimedOut && r.CPU < time.Duration(lim.CPUSeconds)*time.Second*9/10:
-		// Killed by the wall clock long before its CPU budget was spent:
-		// the process was starved by other load, which says nothing about
-		// the candidate. Retry it as an infrastructure failure.
-		return engine.StageWorkerCrash, fmt.Sprintf("%s: wall-clock limit of %s reached with only %.1fs of its %ds CPU budget used (machine overloaded)",
-			phase, timeout, r.CPU.Seconds(), lim.CPUSeconds)
+	case r.TimedOut && r.Starved:
+		// Our wall clock fired while the tree was waiting on a run queue:
+		// other load starved it, which says nothing about the candidate.
+		return engine.StageWorkerCrash, fmt.Sprintf("%s: wall-clock limit of %s reached while starved of CPU (%.1fs waiting for a CPU, %.1fs of its %ds CPU budget used; machine overloaded)",
+			phase, timeout, r.RunDelay.Seconds(), r.CPU.Seconds(), lim.CPUSeconds)
 	case r.TimedOut:
-		return engine.StageTimeout, fmt.Sprintf("%s: CPU-time limit of %ds reached", phase, lim.CPUSeconds)
+		return engine.StageTimeout, fmt.Sprintf("%s: wall-clock limit of %s reached while blocked, not starved (%.1fs CPU, %.1fs waiting for a CPU)",
+			phase, timeout, r.CPU.Seconds(), r.RunDelay.Seconds())
 	case r.OutputExceeded:
 		return engine.StageResource, fmt.Sprintf("%s: output passed the %d-byte limit", phase, lim.OutputKillBytes)
-	case r.Signal == sigXCPU:
+	case r.Signal == sigXCPU, r.Signal == syscall.SIGKILL && r.CPU >= cpuLimit:
+		// SIGKILL after the CPU time is the hard RLIMIT_CPU (soft + 1 s).
 		return engine.StageTimeout, fmt.Sprintf("%s: CPU-time limit of %ds reached", phase, lim.CPUSeconds)
 	case r.Signal == sigXFSZ:
 		return engine.StageResource, phase + ": file-size limit reached"
-	case r.killedByOutsider():
-		return engine.StageWorkerCrash, fmt.Sprintf("%s: killed by signal %v from outside the verifier", phase, r.Signal)
-	case reNoSpace.MatchString(stderr):
-		return engine.StageDiskFull, phase + ": no space left on device"
+	case r.Disk.Full && r.Disk.JobBytes >= lim.FileSizeBytes:
+		return engine.StageResource, fmt.Sprintf("%s: the job filled its filesystem (its directory holds %d bytes)", phase, r.Disk.JobBytes)
+	case r.Disk.Full:
+		return engine.StageDiskFull, fmt.Sprintf("%s: the job filesystem is full (%d bytes free by the verifier's statfs)", phase, r.Disk.Free)
 	case reOutOfMemory.MatchString(stderr):
 		return engine.StageResource, phase + ": address-space limit reached (out of memory)"
 	case r.Signal != 0:

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,10 +22,9 @@ import (
 // reference self-check cache lives as long as it does (and on disk when
 // Config.CacheDir is set).
 type Verifier struct {
-	cfg     Config
-	sim     simulator
-	prlimit string
-	log     *slog.Logger
+	cfg Config
+	sim simulator
+	log *slog.Logger
 
 	refMu sync.Mutex
 	refs  map[string]*refEntry
@@ -56,9 +54,6 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 		}
 	}
 	v := &Verifier{cfg: cfg, sim: newSimulator(cfg), log: cfg.Logger, refs: map[string]*refEntry{}}
-	if p, err := exec.LookPath("prlimit"); err == nil {
-		v.prlimit = p
-	}
 	return v, nil
 }
 
@@ -113,8 +108,8 @@ func (v *Verifier) verifyOne(ctx context.Context, item *engine.Item, cand engine
 	if st, cause := v.sim.Check(); st != "" {
 		return finish(ev, infraOutcome(st, cause), 0), nil
 	}
-	if v.prlimit == "" && !useTracedStart() {
-		return finish(ev, infraOutcome(engine.StageToolchainMissing, "cannot apply resource limits: ptrace is not permitted and prlimit (util-linux) is not on PATH"), 0), nil
+	if st, cause := isolationUnavailable(); st != "" {
+		return finish(ev, infraOutcome(st, cause), 0), nil
 	}
 	c, err := ContractFor(*item)
 	if err != nil {
@@ -403,8 +398,8 @@ func (v *Verifier) verifyReference(ctx context.Context, item engine.Item) (engin
 	if st, cause := v.sim.Check(); st != "" {
 		return finish(ev, infraOutcome(st, cause), 0), nil
 	}
-	if v.prlimit == "" && !useTracedStart() {
-		return finish(ev, infraOutcome(engine.StageToolchainMissing, "cannot apply resource limits: ptrace is not permitted and prlimit (util-linux) is not on PATH"), 0), nil
+	if st, cause := isolationUnavailable(); st != "" {
+		return finish(ev, infraOutcome(st, cause), 0), nil
 	}
 	c, err := ContractFor(item)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/crucible-data/crucible/engine"
 )
@@ -150,27 +149,6 @@ func equalEvidence(a, b engine.Evidence) bool {
 		}
 	}
 	return true
-}
-
-// TestTimeoutClassification: the CPU budget decides a candidate's timeout;
-// a wall-clock kill before most of it was used is a starved worker (infra,
-// retried), so machine load can never fail a candidate.
-func TestTimeoutClassification(t *testing.T) {
-	lim := DefaultConfig().Limits
-	lim.CPUSeconds = 10
-	mk := func(cpu time.Duration) procResult {
-		return procResult{TimedOut: true, CPU: cpu, Stdout: newCapture(1024, 0, nil), Stderr: newCapture(1024, 0, nil)}
-	}
-	if st, _ := classifyProcess(mk(2*time.Second), "run", lim, time.Minute); st != engine.StageWorkerCrash {
-		t.Errorf("starved run: %s, want worker_crash", st)
-	}
-	if st, _ := classifyProcess(mk(9500*time.Millisecond), "run", lim, time.Minute); st != engine.StageTimeout {
-		t.Errorf("run that spent its CPU budget: %s, want timeout", st)
-	}
-	r := procResult{Signal: sigXCPU, Stdout: newCapture(1024, 0, nil), Stderr: newCapture(1024, 0, nil)}
-	if st, _ := classifyProcess(r, "run", lim, time.Minute); st != engine.StageTimeout {
-		t.Errorf("SIGXCPU: %s, want timeout", st)
-	}
 }
 
 // TestReferenceHelperModules: a candidate may define modules named like the

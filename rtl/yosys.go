@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -14,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/internal/sandbox"
 )
 
 // procPasses are Yosys's proc sub-passes without proc_dlatch: Yosys 0.23's
@@ -37,15 +37,16 @@ func runYosys(ctx context.Context, src, script, outName string, lim Limits) ([]b
 	}
 	argv := []string{"yosys", "-q", "-l", "yosys.log", "-p", script}
 	lim.CPUSeconds = lim.CompileCPUSeconds
-	p, _ := exec.LookPath("prlimit")
-	if p == "" && !useTracedStart() {
-		return nil, "", fmt.Errorf("%w: cannot apply resource limits: ptrace is not permitted and prlimit is not on PATH", ErrToolchain)
+	if _, cause := isolationUnavailable(); cause != "" {
+		return nil, "", fmt.Errorf("%w: %s", ErrToolchain, cause)
 	}
-	res, err := runLimited(ctx, dir, p, lim, lim.CompileTimeout, argv, nil)
+	res, err := runLimited(ctx, dir, lim, lim.CompileTimeout, argv, nil)
 	if err != nil {
 		return nil, "", err
 	}
-	logb, _ := os.ReadFile(filepath.Join(dir, "yosys.log"))
+	// Files in the job directory are read without following links Yosys
+	// (or a design) could have left there.
+	logb, _ := sandbox.ReadFile(dir, "yosys.log", lim.OutputKillBytes)
 	log := string(logb) + res.Stderr.String()
 	if st, cause := classifyProcess(res, "yosys", lim, lim.CompileTimeout); st != "" {
 		return nil, log, fmt.Errorf("%w: %s", ErrParse, cause)
@@ -55,7 +56,7 @@ func runYosys(ctx context.Context, src, script, outName string, lim Limits) ([]b
 	}
 	var out []byte
 	if outName != "" {
-		if out, err = os.ReadFile(filepath.Join(dir, outName)); err != nil {
+		if out, err = sandbox.ReadFile(dir, outName, lim.FileSizeBytes); err != nil {
 			return nil, log, fmt.Errorf("%w: yosys wrote no %s: %v", ErrParse, outName, err)
 		}
 	}

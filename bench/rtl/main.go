@@ -7,8 +7,8 @@
 // so both sides compile and simulate exactly one design per task. The raw
 // loop runs `iverilog -g2012 -s tb -o sim.vvp test.sv ref.sv top.sv` and
 // `vvp -n sim.vvp` with no limits, screening or verdict parsing; the pool
-// adds the harness rewrite, screening, resource limits (traced start or
-// prlimit), process groups, output capture, the reference self-check
+// adds the harness rewrite, screening, a sandbox per process (namespaces
+// and resource limits, internal/sandbox), output capture, the reference self-check
 // bookkeeping and evidence records. Rounds alternate raw and pool runs to
 // spread machine noise over both; CPU time (this process plus children) is
 // reported next to wall time because it is far less sensitive to other

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crucible-data/crucible/cuda"
+	"github.com/crucible-data/crucible/internal/sandbox"
 )
 
 // DoctorOptions are `crucible doctor`'s flags.
@@ -70,6 +71,7 @@ func runDoctor(ctx context.Context, o DoctorOptions) error {
 	for _, c := range toolChecks {
 		all = append(all, probeTool(ctx, c))
 	}
+	all = append(all, sandboxDoctorCheck())
 	all = append(all, gpuDoctorChecks()...)
 	all = append(all, extraDoctorChecks(ctx)...)
 	tw := tabwriter.NewWriter(o.Out, 2, 4, 2, ' ', 0)
@@ -123,6 +125,19 @@ func truncate(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// sandboxDoctorCheck reports whether candidate processes can be isolated
+// (user, PID, mount and network namespaces); without it every RTL and
+// kernel verdict is unjudged.
+func sandboxDoctorCheck() ToolStatus {
+	st := ToolStatus{Name: "sandbox", Enables: "isolating every candidate process (namespaces, limits); required to judge"}
+	if err := sandbox.Check(); err != nil {
+		st.Why = truncate(err.Error(), 80)
+	} else {
+		st.Found, st.Version = true, "user/pid/mount/net/ipc/uts namespaces"
+	}
+	return st
 }
 
 // gpuDoctorChecks reports the CUDA driver and NVML, which the kernel

@@ -1,52 +1,76 @@
-// harness.c: the cpu backend's runner. It is compiled once per verifier
-// and run as a child process per candidate:
+// harness.c: the cpu backend's runner for ONE side (the reference or a
+// candidate, never both). It is compiled once per verifier and started as
+// its own process per side and job:
 //
-//   harness JOB STATE OUT REF.so CAND.so REF_SYM CAND_SYM
+//   harness LIB.so SYMBOL          (stdin: commands from the verifier, stdout: replies)
 //
-// It limits itself (address space, CPU time, core dumps, file size), loads
-// the reference and the candidate with RTLD_LOCAL so neither can see the
-// other, and for every trial runs both on private copies of the trial's
-// inputs, reference and candidate interleaved (order alternating per
-// trial), each call preceded by a cache flush and output poisoning and timed
-// with CLOCK_MONOTONIC. STATE is a small shared file recording which side is
-// running (so a crash can be blamed on the right code) and whether an
-// allocation failed (memory-hungry candidates); the candidate's malloc family
-// is routed here through -Wl,--wrap at its link.
+// The verifier (the trusted Go process) drives it call by call: it sends
+// the job header, then for every call the freshly generated inputs; the
+// harness poisons the outputs, flushes the cache, says 'R', waits for 'G'
+// (the verifier's clock starts), calls the kernel, says 'D' (the clock
+// stops) and sends the outputs back. The verifier compares them with the
+// other side's, which ran in another process: nothing in this process can
+// see the other side, its outputs, or the inputs of later calls.
+//
+// Before the library is loaded (its constructors are the first code of the
+// side to run) the harness limits itself (address space, CPU time, file
+// size, no core dumps), makes itself non-dumpable, and installs a seccomp
+// filter that kills the process on any attempt to create a process or
+// thread, execute a program, trace or read/write another process, signal
+// anything but itself, raise its limits, or reach namespaces, mounts,
+// sockets, BPF or io_uring. The verifier sees the kill as SIGSYS.
+//
+// Replies: 'S' set up (limits and filter in place), 'L' library loaded,
+// per call 'R' ready and 'D' done, 'M' whenever an allocation failed.
+// Exit codes: 2 bad job or setup (before 'S'), 3 the library or symbol did
+// not load.
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-#define JOB_MAGIC 0x314a4f4243555243ULL /* "CRUCBOJ1" little-endian */
-#define OUT_MAGIC 0x3154554f43555243ULL /* "CRUCOUT1" */
+#define JOB_MAGIC 0x324a4f4243555243ULL /* "CRUCBOJ2" little-endian */
+/* The protocol's descriptors: stdin and stdout as started, moved away at
+ * once so the side's own prints (stdout) go to stderr, i.e. the log. */
+static int CMD_FD = 0, REPLY_FD = 1;
 
 enum { ROLE_IN = 0, ROLE_OUT = 1, ROLE_SCALAR = 2 };
-enum { FLAG_THREAD_LEAK = 1, FLAG_REPS_DIFFER = 2, FLAG_INPUT_WRITTEN = 4, FLAG_REF_REPS_DIFFER = 8 };
+enum { CMD_QUIT = 0, CMD_CALL = 1 };
 
-static volatile char *state; /* [0] phase: '-', 'r', 'c', 'w'; [1] 'M' after a failed allocation */
-static char dummy_state[8] = "--";
-
+/* The candidate's malloc family is routed here (-Wl,--wrap at its link) so
+ * an allocation failing under the memory limit is reported as it happens. */
+static void note_alloc_failure(void) {
+	char m = 'M';
+	if (write(REPLY_FD, &m, 1) < 0) { /* nothing to do */
+	}
+}
 void *__wrap_malloc(size_t n) {
 	void *p = malloc(n);
-	if (!p && n) state[1] = 'M';
+	if (!p && n) note_alloc_failure();
 	return p;
 }
 void *__wrap_calloc(size_t a, size_t b) {
 	void *p = calloc(a, b);
-	if (!p && a && b) state[1] = 'M';
+	if (!p && a && b) note_alloc_failure();
 	return p;
 }
 void *__wrap_realloc(void *q, size_t n) {
 	void *p = realloc(q, n);
-	if (!p && n) state[1] = 'M';
+	if (!p && n) note_alloc_failure();
 	return p;
 }
 
@@ -63,58 +87,50 @@ static void die(int code, const char *what, const char *detail) {
 	_exit(code);
 }
 
-static void *xmalloc(size_t n) {
-	void *p = malloc(n ? n : 1);
-	if (!p) die(5, "out of memory", "harness buffers");
-	return p;
+static void readn(void *dst, size_t n) {
+	char *p = dst;
+	while (n) {
+		ssize_t k = read(CMD_FD, p, n);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) _exit(0); /* the verifier went away */
+		p += k;
+		n -= (size_t)k;
+	}
 }
 
-static void readn(FILE *f, void *dst, size_t n) {
-	if (n && fread(dst, 1, n, f) != n) die(2, "short job file", NULL);
+static void writen(const void *src, size_t n) {
+	const char *p = src;
+	while (n) {
+		ssize_t k = write(REPLY_FD, p, n);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) _exit(0);
+		p += k;
+		n -= (size_t)k;
+	}
 }
 
-static double now_ms(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int count_threads(void) {
-	DIR *d = opendir("/proc/self/task");
-	if (!d) return -1;
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.') n++;
-	closedir(d);
-	return n;
-}
-
-static uint64_t count_byte(const unsigned char *b, unsigned char v, uint64_t n) {
-	uint64_t c = 0;
-	for (uint64_t i = 0; i < n; i++) c += b[i] == v;
-	return c;
-}
+static void say(char c) { writen(&c, 1); }
 
 static void call(void *f, const uint64_t *a, int n) {
+	typedef uint64_t u;
 	switch (n) {
 	case 0: ((void (*)(void))f)(); break;
-	case 1: ((void (*)(uint64_t))f)(a[0]); break;
-	case 2: ((void (*)(uint64_t, uint64_t))f)(a[0], a[1]); break;
-	case 3: ((void (*)(uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2]); break;
-	case 4: ((void (*)(uint64_t, uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2], a[3]); break;
-	case 5: ((void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2], a[3], a[4]); break;
-	case 6: ((void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2], a[3], a[4], a[5]); break;
-	case 7: ((void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
-	case 8: ((void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
-	case 9: ((void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]); break;
-	case 10: ((void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]); break;
-	case 11: ((void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]); break;
-	case 12: ((void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]); break;
-	case 13: ((void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12]); break;
-	case 14: ((void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13]); break;
-	case 15: ((void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14]); break;
-	case 16: ((void (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15]); break;
+	case 1: ((void (*)(u))f)(a[0]); break;
+	case 2: ((void (*)(u, u))f)(a[0], a[1]); break;
+	case 3: ((void (*)(u, u, u))f)(a[0], a[1], a[2]); break;
+	case 4: ((void (*)(u, u, u, u))f)(a[0], a[1], a[2], a[3]); break;
+	case 5: ((void (*)(u, u, u, u, u))f)(a[0], a[1], a[2], a[3], a[4]); break;
+	case 6: ((void (*)(u, u, u, u, u, u))f)(a[0], a[1], a[2], a[3], a[4], a[5]); break;
+	case 7: ((void (*)(u, u, u, u, u, u, u))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
+	case 8: ((void (*)(u, u, u, u, u, u, u, u))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
+	case 9: ((void (*)(u, u, u, u, u, u, u, u, u))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]); break;
+	case 10: ((void (*)(u, u, u, u, u, u, u, u, u, u))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]); break;
+	case 11: ((void (*)(u, u, u, u, u, u, u, u, u, u, u))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]); break;
+	case 12: ((void (*)(u, u, u, u, u, u, u, u, u, u, u, u))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]); break;
+	case 13: ((void (*)(u, u, u, u, u, u, u, u, u, u, u, u, u))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12]); break;
+	case 14: ((void (*)(u, u, u, u, u, u, u, u, u, u, u, u, u, u))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13]); break;
+	case 15: ((void (*)(u, u, u, u, u, u, u, u, u, u, u, u, u, u, u))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14]); break;
+	case 16: ((void (*)(u, u, u, u, u, u, u, u, u, u, u, u, u, u, u, u))f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15]); break;
 	default: die(2, "too many arguments", NULL);
 	}
 }
@@ -130,65 +146,176 @@ static void flush_cache(int salt) {
 	flush_sink += s;
 }
 
-int main(int argc, char **argv) {
-	if (argc != 8) die(2, "usage", "harness JOB STATE OUT REF.so CAND.so REF_SYM CAND_SYM");
-	state = (volatile char *)dummy_state;
-	int sfd = open(argv[2], O_RDWR);
-	if (sfd >= 0) {
-		void *m = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
-		if (m != MAP_FAILED) state = m;
+/* ---- seccomp ---------------------------------------------------------- */
+
+#if defined(__x86_64__)
+#define CRUCIBLE_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define CRUCIBLE_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "seccomp filter: unsupported architecture"
+#endif
+
+#define LD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+#define LD_ARG_LO(i) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[i]))
+#define LD_ARG_HI(i) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[i]) + 4)
+#define RET(v) BPF_STMT(BPF_RET | BPF_K, (v))
+#define KILL RET(SECCOMP_RET_KILL_PROCESS)
+#define ALLOW RET(SECCOMP_RET_ALLOW)
+
+/* Calls that end the process at once. */
+static const int killed_calls[] = {
+#ifdef SYS_fork
+	SYS_fork,
+#endif
+#ifdef SYS_vfork
+	SYS_vfork,
+#endif
+	SYS_clone, SYS_clone3, SYS_execve, SYS_execveat, SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev,
+	SYS_tkill, SYS_pidfd_open, SYS_pidfd_send_signal, SYS_pidfd_getfd, SYS_kcmp, SYS_setrlimit, SYS_mount,
+	SYS_umount2, SYS_pivot_root, SYS_chroot, SYS_unshare, SYS_setns, SYS_bpf, SYS_perf_event_open,
+	SYS_userfaultfd, SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register, SYS_keyctl, SYS_add_key,
+	SYS_request_key, SYS_init_module, SYS_finit_module, SYS_delete_module, SYS_kexec_load, SYS_reboot,
+	SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_personality,
+	/* Changing the file system: no kernel needs it (the mount view is what
+	 * confines reads; this makes writes impossible even without one). */
+	SYS_renameat, SYS_renameat2, SYS_unlinkat, SYS_mkdirat, SYS_symlinkat, SYS_linkat, SYS_fchmodat, SYS_fchownat,
+	SYS_truncate, SYS_mknodat, SYS_utimensat, SYS_name_to_handle_at, SYS_open_by_handle_at,
+#ifdef SYS_rename
+	SYS_rename, SYS_unlink, SYS_mkdir, SYS_rmdir, SYS_symlink, SYS_link, SYS_chmod, SYS_chown, SYS_lchown, SYS_creat,
+	SYS_mknod, SYS_utimes,
+#endif
+#ifdef SYS_open_tree
+	SYS_open_tree, SYS_move_mount, SYS_fsopen, SYS_fsmount,
+#endif
+};
+
+/* open/openat for writing (or creating) ends the process; after the
+ * library is loaded, opening anything does (install_no_open). */
+static int add_open_checks(struct sock_filter *f, int n, int no_open) {
+	const uint32_t wr = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
+	const struct { int nr, flags_arg; } opens[] = {
+#ifdef SYS_open
+		{SYS_open, 1},
+#endif
+		{SYS_openat, 2},
+	};
+	for (size_t i = 0; i < sizeof(opens) / sizeof(opens[0]); i++) {
+		if (no_open) {
+			f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)opens[i].nr, 0, 1);
+			f[n++] = (struct sock_filter)KILL;
+			continue;
+		}
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)opens[i].nr, 0, 4);
+		f[n++] = (struct sock_filter)LD_ARG_LO(opens[i].flags_arg);
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, wr, 0, 1);
+		f[n++] = (struct sock_filter)KILL;
+		f[n++] = (struct sock_filter)ALLOW;
 	}
-	state[0] = '-';
-	FILE *jf = fopen(argv[1], "rb");
-	if (!jf) die(2, "open job", argv[1]);
-	uint64_t magic, nonce, mem_limit;
-	uint32_t trials, warmup, reps, nargs, cpu_s, pad;
-	readn(jf, &magic, 8);
+	/* openat2 carries its flags in a struct the filter cannot read. */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1);
+	f[n++] = (struct sock_filter)KILL;
+	return n;
+}
+
+static void install_no_open(void) {
+	struct sock_filter f[16];
+	int n = 0;
+	f[n++] = (struct sock_filter)LD_NR;
+	n = add_open_checks(f, n, 1);
+	f[n++] = (struct sock_filter)ALLOW;
+	struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) die(2, "seccomp", strerror(errno));
+}
+
+static void install_seccomp(pid_t self) {
+	struct sock_filter f[256];
+	int n = 0;
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CRUCIBLE_AUDIT_ARCH, 1, 0);
+	f[n++] = (struct sock_filter)KILL;
+	f[n++] = (struct sock_filter)LD_NR;
+	size_t nk = sizeof(killed_calls) / sizeof(killed_calls[0]);
+	for (size_t i = 0; i < nk; i++) {
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)killed_calls[i], 0, 1);
+		f[n++] = (struct sock_filter)KILL;
+	}
+	/* Signals only to itself: kill(pid), tgkill(tgid, ...),
+	 * rt_sigqueueinfo(tgid, ...), rt_tgsigqueueinfo(tgid, ...) with the first
+	 * argument this process's own id; prlimit64 only to read (new == NULL). */
+	const int self_calls[] = {SYS_kill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo};
+	for (int i = 0; i < 4; i++) {
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)self_calls[i], 0, 4);
+		f[n++] = (struct sock_filter)LD_ARG_LO(0);
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)self, 1, 0);
+		f[n++] = (struct sock_filter)KILL;
+		f[n++] = (struct sock_filter)ALLOW;
+	}
+	n = add_open_checks(f, n, 0);
+	f[n++] = (struct sock_filter)LD_NR;
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prlimit64, 0, 6);
+	f[n++] = (struct sock_filter)LD_ARG_LO(2);
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2);
+	f[n++] = (struct sock_filter)LD_ARG_HI(2);
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0);
+	f[n++] = (struct sock_filter)KILL;
+	f[n++] = (struct sock_filter)ALLOW;
+	f[n++] = (struct sock_filter)ALLOW;
+	struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die(2, "no_new_privs", strerror(errno));
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) die(2, "seccomp", strerror(errno));
+}
+
+/* Started as root (no user namespace around it), become nobody: that drops
+ * every capability, so the side cannot reach other processes' memory or
+ * files it does not own. In a user namespace without that id mapped the
+ * calls fail and the namespace's own mapping is what confines it. */
+static void drop_privileges(void) {
+	if (geteuid() != 0) return;
+	if (setgroups(0, NULL) == 0 && setresgid(65534, 65534, 65534) == 0 && setresuid(65534, 65534, 65534) == 0) return;
+	if (getuid() == 0 && geteuid() == 0 && setresuid(65534, 65534, 65534) != 0) {
+		/* still root: keep going under the filter (the sandbox is the boundary) */
+	}
+}
+
+int main(int argc, char **argv) {
+	if (argc != 3) die(2, "usage", "harness LIB.so SYMBOL (stdin commands, stdout replies)");
+	CMD_FD = fcntl(0, F_DUPFD_CLOEXEC, 10);
+	REPLY_FD = fcntl(1, F_DUPFD_CLOEXEC, 10);
+	int nul = open("/dev/null", O_RDONLY);
+	if (CMD_FD < 0 || REPLY_FD < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(2, 1) < 0) die(2, "descriptors", strerror(errno));
+	close(nul);
+	uint64_t magic, mem_limit;
+	uint32_t nargs, pad, cpu_s;
+	readn(&magic, 8);
 	if (magic != JOB_MAGIC) die(2, "bad job magic", NULL);
-	readn(jf, &nonce, 8);
-	readn(jf, &trials, 4);
-	readn(jf, &warmup, 4);
-	readn(jf, &reps, 4);
-	readn(jf, &nargs, 4);
-	readn(jf, &flush_bytes, 8);
-	readn(jf, &mem_limit, 8);
-	readn(jf, &cpu_s, 4);
-	readn(jf, &pad, 4);
-	if (nargs > 16 || trials == 0 || reps == 0) die(2, "bad job header", NULL);
+	readn(&nargs, 4);
+	readn(&pad, 4);
+	readn(&flush_bytes, 8);
+	readn(&mem_limit, 8);
+	readn(&cpu_s, 4);
+	readn(&pad, 4);
+	if (nargs > 16) die(2, "bad job header", NULL);
 	arg_t args[16];
 	for (uint32_t i = 0; i < nargs; i++) {
-		uint64_t pad8;
-		readn(jf, &args[i].role, 4);
-		readn(jf, &pad, 4);
-		readn(jf, &args[i].bytes, 8);
-		readn(jf, &args[i].scalar, 8);
-		readn(jf, &pad8, 8);
-		args[i].poison = (uint8_t)pad8;
+		uint64_t p8;
+		readn(&args[i].role, 4);
+		readn(&pad, 4);
+		readn(&args[i].bytes, 8);
+		readn(&args[i].scalar, 8);
+		readn(&p8, 8);
+		args[i].poison = (uint8_t)p8;
 	}
-	/* Pristine inputs of every trial. */
-	unsigned char **pristine = xmalloc(sizeof(void *) * trials * nargs);
-	for (uint32_t t = 0; t < trials; t++)
-		for (uint32_t i = 0; i < nargs; i++) {
-			pristine[t * nargs + i] = NULL;
-			if (args[i].role == ROLE_IN) {
-				pristine[t * nargs + i] = xmalloc(args[i].bytes);
-				readn(jf, pristine[t * nargs + i], args[i].bytes);
-			}
-		}
-	fclose(jf);
+	unsigned char *buf[16];
+	for (uint32_t i = 0; i < nargs; i++) {
+		buf[i] = NULL;
+		if (args[i].role != ROLE_SCALAR && !(buf[i] = malloc(args[i].bytes ? args[i].bytes : 1)))
+			die(2, "out of memory", "argument buffers");
+	}
+	if (flush_bytes && !(flush_buf = malloc(flush_bytes))) die(2, "out of memory", "flush buffer");
 
-	/* Working buffers per side, result copies, timings. */
-	unsigned char *buf[2][16], *first[2][16];
-	for (int s = 0; s < 2; s++)
-		for (uint32_t i = 0; i < nargs; i++) {
-			buf[s][i] = args[i].role == ROLE_SCALAR ? NULL : xmalloc(args[i].bytes);
-			first[s][i] = args[i].role == ROLE_OUT ? xmalloc(args[i].bytes) : NULL;
-		}
-	flush_buf = flush_bytes ? xmalloc(flush_bytes) : NULL;
-	FILE *of = fopen(argv[3], "wb");
-	if (!of) die(2, "open out", argv[3]);
-
-	/* Limits apply from here on: buffers are allocated, the code is not yet loaded. */
+	/* Limits and the filter apply from here on: buffers are allocated, the
+	 * library (and so any code of the side) is not loaded yet. */
 	struct rlimit rl = {0, 0};
 	setrlimit(RLIMIT_CORE, &rl);
 	if (mem_limit) {
@@ -200,85 +327,43 @@ int main(int argc, char **argv) {
 		rl.rlim_max = cpu_s + 1;
 		setrlimit(RLIMIT_CPU, &rl);
 	}
-	rl.rlim_cur = rl.rlim_max = 256u << 20;
+	rl.rlim_cur = rl.rlim_max = 64u << 20;
 	setrlimit(RLIMIT_FSIZE, &rl);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* Open the library while still allowed to, load it through the fd. */
+	int lib_fd = open(argv[1], O_RDONLY | O_CLOEXEC);
+	if (lib_fd < 0) die(3, "open library", strerror(errno));
+	char lib_path[64];
+	snprintf(lib_path, sizeof lib_path, "/proc/self/fd/%d", lib_fd);
+	drop_privileges();
+	const char *lib = access(lib_path, R_OK) == 0 ? lib_path : argv[1]; /* no /proc: by path */
+	install_seccomp(getpid());
+	say('S'); /* from here on code of the side runs: its constructors first */
 
-	void *h[2], *fn[2];
-	const char *lib[2] = {argv[4], argv[5]}, *sym[2] = {argv[6], argv[7]};
-	for (int s = 0; s < 2; s++) {
-		state[0] = s ? 'c' : 'r';
-		h[s] = dlopen(lib[s], RTLD_NOW | RTLD_LOCAL);
-		if (!h[s]) die(s ? 3 : 4, "load", dlerror());
-		fn[s] = dlsym(h[s], sym[s]);
-		if (!fn[s]) die(s ? 3 : 4, "missing entry symbol", sym[s]);
-		state[0] = '-';
-	}
-
-	magic = OUT_MAGIC;
-	fwrite(&magic, 8, 1, of);
-	fwrite(&nonce, 8, 1, of);
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!h) die(3, "load", dlerror());
+	void *fn = dlsym(h, argv[2]);
+	if (!fn) die(3, "missing entry symbol", argv[2]);
+	install_no_open(); /* the kernel itself has no file to open */
+	say('L');
 
 	uint64_t a[16];
-	/* Trial -1 is warm-up on trial 0's inputs: untimed, unchecked. */
-	for (int t = -1; t < (int)trials; t++) {
-		uint32_t tt = t < 0 ? 0 : (uint32_t)t;
-		uint32_t flags = 0;
-		double *tm[2];
-		tm[0] = xmalloc(sizeof(double) * reps);
-		tm[1] = xmalloc(sizeof(double) * reps);
-		for (int k = 0; k < 2; k++) {
-			int s = (t & 1) ? 1 - k : k; /* alternate which side goes first */
-			uint32_t nrep = t < 0 ? warmup : reps;
-			for (uint32_t r = 0; r < nrep; r++) {
-				for (uint32_t i = 0; i < nargs; i++) {
-					if (args[i].role == ROLE_IN) memcpy(buf[s][i], pristine[tt * nargs + i], args[i].bytes);
-					if (args[i].role == ROLE_OUT) memset(buf[s][i], args[i].poison, args[i].bytes);
-					a[i] = args[i].role == ROLE_SCALAR ? (uint64_t)args[i].scalar : (uint64_t)(uintptr_t)buf[s][i];
-				}
-				flush_cache((int)r + t);
-				int before = count_threads();
-				state[0] = s ? 'c' : 'r';
-				double t0 = now_ms();
-				call(fn[s], a, (int)nargs);
-				double t1 = now_ms();
-				state[0] = '-';
-				if (t < 0) continue;
-				tm[s][r] = t1 - t0;
-				if (s == 1 && count_threads() > before) flags |= FLAG_THREAD_LEAK;
-				for (uint32_t i = 0; i < nargs; i++) {
-					if (args[i].role == ROLE_OUT) {
-						if (r == 0)
-							memcpy(first[s][i], buf[s][i], args[i].bytes);
-						else if (memcmp(first[s][i], buf[s][i], args[i].bytes) != 0) {
-							/* Different bits on identical inputs: a parallel reduction may
-							 * legitimately do that; more never-written bytes than the
-							 * first repetition means work was skipped. */
-							if (count_byte(buf[s][i], args[i].poison, args[i].bytes) >
-							    count_byte(first[s][i], args[i].poison, args[i].bytes))
-								flags |= s ? FLAG_REPS_DIFFER : FLAG_REF_REPS_DIFFER;
-						}
-					}
-					if (s == 1 && args[i].role == ROLE_IN &&
-					    memcmp(buf[s][i], pristine[tt * nargs + i], args[i].bytes) != 0)
-						flags |= FLAG_INPUT_WRITTEN;
-				}
-			}
+	for (int k = 0;; k++) {
+		uint32_t cmd;
+		readn(&cmd, 4);
+		if (cmd != CMD_CALL) _exit(0); /* quit before any destructor of the side runs */
+		for (uint32_t i = 0; i < nargs; i++) {
+			if (args[i].role == ROLE_IN) readn(buf[i], args[i].bytes);
+			if (args[i].role == ROLE_OUT) memset(buf[i], args[i].poison, args[i].bytes);
+			a[i] = args[i].role == ROLE_SCALAR ? (uint64_t)args[i].scalar : (uint64_t)(uintptr_t)buf[i];
 		}
-		if (t >= 0) {
-			for (uint32_t i = 0; i < nargs; i++)
-				if (args[i].role == ROLE_OUT) {
-					fwrite(first[0][i], 1, args[i].bytes, of);
-					fwrite(first[1][i], 1, args[i].bytes, of);
-				}
-			fwrite(tm[0], sizeof(double), reps, of);
-			fwrite(tm[1], sizeof(double), reps, of);
-			fwrite(&flags, 4, 1, of);
-			fwrite(&pad, 4, 1, of);
-		}
-		free(tm[0]);
-		free(tm[1]);
+		flush_cache(k);
+		say('R');
+		char go;
+		readn(&go, 1);
+		call(fn, a, (int)nargs);
+		say('D');
+		for (uint32_t i = 0; i < nargs; i++)
+			if (args[i].role == ROLE_OUT) writen(buf[i], args[i].bytes);
 	}
-	if (fclose(of) != 0) die(2, "write out", argv[3]);
-	state[0] = 'd';
-	return 0;
 }

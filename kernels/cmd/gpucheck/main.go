@@ -1,10 +1,15 @@
 // Command gpucheck is the GPU acceptance check behind `make gpu-check`
 // (scripts/gpu-check.sh): it runs the cuda backend on the bundled CUDA seed
-// tasks with a set of known candidates (correct, wrong, exploit, too much
-// shared memory, hidden side-stream work, crash, compile error) and the
-// triton backend on KernelBench level-1 problems, then prints the evidence
-// table with timing spread and whether each verdict is the expected one.
-// It exits 1 when any verdict differs from its expectation.
+// tasks with a set of known candidates (correct, wrong, exploits — identity
+// store, cache replay, computing only on some repetitions, reading the
+// reference's buffers, softmax rows scaled by 1.04 — too much shared memory,
+// hidden side-stream work, crash, compile error) and the triton backend on
+// KernelBench level-1 problems (correct, wrong, delegation, side stream,
+// looking for the reference in its process, cache replay, claiming an
+// infrastructure fault, killing its parent), then prints the evidence table
+// with timing spread and whether each verdict is the expected one. It exits
+// 1 when any verdict differs from its expectation: a forged pass, an
+// excused (unjudged) attack, or a false failure.
 package main
 
 import (
@@ -26,16 +31,40 @@ import (
 )
 
 // expect maps a candidate file's suffix (after "__") to its expected verdict.
+// "fail/*" is any candidate failure (the attack's exact stage depends on
+// what the device does with it).
 var expect = map[string]string{
-	"correct":    "pass",
-	"triton":     "pass",
-	"wrong":      "fail/mismatch",
-	"identity":   "fail/exploit",
-	"sidestream": "fail/exploit",
-	"delegate":   "fail/exploit",
-	"bigshared":  "fail/resource",
-	"crash":      "fail/simulate",
-	"nocompile":  "fail/compile",
+	"correct":     "pass",
+	"triton":      "pass",
+	"wrong":       "fail/mismatch",
+	"identity":    "fail/exploit",
+	"sidestream":  "fail/exploit",
+	"delegate":    "fail/exploit",
+	"bigshared":   "fail/resource",
+	"crash":       "fail/simulate",
+	"nocompile":   "fail/compile",
+	"scaled":      "fail/mismatch",
+	"cachereplay": "fail/*",
+	"reponly":     "fail/*",
+	"refpeek":     "fail/*",
+	"claiminfra":  "fail/simulate",
+	"killparent":  "fail/*",
+}
+
+// expectItem overrides expect for one item's candidate. KernelBench's ReLU
+// draws its inputs with torch.rand (all in [0, 1)), where ReLU is the
+// identity: a copy of the input passes the comparison, so the strength
+// audit marks the task weak and a correct candidate's pass is unjudged.
+var expectItem = map[string]string{
+	"kb_level1_19_ReLU/triton": "unjudged/weak_verifier",
+}
+
+// matches reports whether verdict got meets want.
+func matches(got, want string) bool {
+	if stage, ok := strings.CutPrefix(want, "fail/"); ok && stage == "*" {
+		return strings.HasPrefix(got, "fail/")
+	}
+	return got == want
 }
 
 func main() {
@@ -44,8 +73,8 @@ func main() {
 	cands := flag.String("cands", "kernels/testdata/gpucheck", "candidates: cuda/<item>__<kind>.cu, triton/<item>__<kind>.py")
 	kb := flag.String("kernelbench", ".gpucheck/kernelbench", "KernelBench problem sources <item>.py (copied from ../shared/datasets)")
 	out := flag.String("out", "", "write evidence JSON here (optional)")
-	trials := flag.Int("trials", 3, "trials per candidate")
-	reps := flag.Int("reps", 10, "timed repetitions per side per trial")
+	trials := flag.Int("trials", 2, "trials per candidate")
+	reps := flag.Int("reps", 5, "timed repetitions per side per trial")
 	flag.Parse()
 	if err := run(*seeds, *cands, *kb, *out, *trials, *reps); err != nil {
 		fmt.Fprintln(os.Stderr, "gpucheck:", err)
@@ -100,8 +129,8 @@ func run(seedDir, candDir, kbDir, outPath string, trials, reps int) error {
 		}
 	}
 	cfg := kernels.DefaultConfig()
-	cfg.Trials, cfg.Reps, cfg.Warmup = trials, reps, 3
-	cfg.Workers = 1 // one GPU, one job at a time: clean timings
+	cfg.Trials, cfg.Reps, cfg.Warmup = trials, reps, 1 // every call moves fresh inputs to both processes: keep the check short
+	cfg.Workers = 1                                    // one GPU, one job at a time: clean timings
 	cfg.Timeout = 60 * time.Second
 	v, err := kernels.NewVerifier(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if err != nil {
@@ -195,8 +224,11 @@ func printTable(evs []engine.Evidence) int {
 			got += "/" + ev.FailureStage
 		}
 		want := expect[ev.CandidateID]
+		if w, ok := expectItem[ev.ItemID+"/"+ev.CandidateID]; ok {
+			want = w
+		}
 		mark := "ok"
-		if want != got {
+		if !matches(got, want) {
 			mark = "UNEXPECTED " + want
 			unexpected++
 		}

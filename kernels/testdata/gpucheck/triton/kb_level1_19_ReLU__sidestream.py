@@ -25,5 +25,6 @@ class ModelNew(nn.Module):
         y = torch.empty_like(x)
         n = x.numel()
         with torch.cuda.stream(self.side):
-            relu_kernel[(triton.cdiv(n, 4096),)](x, y, n, BLOCK=4096)
+            for _ in range(50):  # enough side-stream work to show after the timed stream ends
+                relu_kernel[(triton.cdiv(n, 4096),)](x, y, n, BLOCK=4096)
         return y
