@@ -171,3 +171,25 @@ func resolvePath(dir, p string) string {
 	}
 	return filepath.Join(dir, p)
 }
+
+// CheckStageNames reports names (e.g. `build --stage`) that are not stages of
+// the pipeline, listing the stages it has: a typo must not run nothing and
+// pass for success.
+func (c *PipelineConfig) CheckStageNames(names []string) error {
+	known := make([]string, len(c.Stages))
+	has := map[string]bool{}
+	for i, s := range c.Stages {
+		known[i] = s.Name
+		has[s.Name] = true
+	}
+	var bad []string
+	for _, n := range names {
+		if !has[n] {
+			bad = append(bad, fmt.Sprintf("%q", n))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: --stage %s: no such stage in pipeline %s (stages: %s)", ErrConfig, strings.Join(bad, ", "), c.Name, strings.Join(known, ", "))
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -63,6 +64,9 @@ func (r *Runner) Run(ctx context.Context, cfg *PipelineConfig, opts RunOptions) 
 	}
 	if opts.Writer.RowGroupBytes == 0 {
 		opts.Writer = DefaultWriterOptions()
+	}
+	if err := cfg.CheckStageNames(opts.Only); err != nil {
+		return nil, err
 	}
 	work := cfg.ResolvedWorkDir()
 	if err := os.MkdirAll(work, 0o755); err != nil {
@@ -171,7 +175,7 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 	}
 	res.Status, res.Rows, res.Counts = "ran", rowsByKind(want), want.Counts
 	res.Seconds = time.Since(start).Seconds()
-	log.Info("stage committed", "seconds", fmt.Sprintf("%.2f", res.Seconds), "rows", res.Rows, "counts", res.Counts)
+	log.Info("stage committed", "seconds", math.Round(res.Seconds*1000)/1000, "rows", res.Rows, "counts", res.Counts)
 	return res, nil
 }
 

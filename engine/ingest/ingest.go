@@ -139,15 +139,19 @@ func (g *Ingester) IngestFile(ctx context.Context, path string) error {
 	case engine.IsParquet(path):
 		return g.ingestParquet(ctx, path, mtime)
 	default:
-		return g.ingestJSONL(path, mtime)
+		return g.ingestJSONL(ctx, path, mtime)
 	}
 }
 
-func (g *Ingester) ingestJSONL(path string, mtime time.Time) error {
-	if st, err := os.Stat(path); err == nil && st.Size() == 0 {
+func (g *Ingester) ingestJSONL(ctx context.Context, path string, mtime time.Time) error {
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
 		return nil // an empty file holds no rows; the stats show 0
 	}
 	return engine.ScanJSONL(path, func(line int64, raw []byte) error {
+		// An interrupt stops a long file within a few hundred rows.
+		if line%256 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		g.Stats.Rows++
 		it, err := g.decode(raw)
 		if err != nil {

@@ -105,9 +105,10 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 		defer kv.Close()
 		env.Kernel = kv
 	}
-	// Progress counts candidates through every gate: gates × candidates.
-	p := st.Progress(int64(len(cands) * len(sc.Config.Order)))
-	env.GateDone = func(_ string, judged int64) { p.Add(judged) }
+	// Progress counts candidates settled (rejected by a gate, or through
+	// all of them): the total is the candidates and never moves.
+	p := st.Progress(int64(len(cands)))
+	env.GateDone = func(_ string, settled int64) { p.Add(settled) }
 	a, err := New(sc.Config, env)
 	if err != nil {
 		return err
