@@ -325,3 +325,107 @@ func TestPackedFileNamesOneScheme(t *testing.T) {
 		t.Fatalf("audit after renaming: %v", err)
 	}
 }
+
+func writeYieldFixture(t *testing.T, dir string, good, bad int, stageExtra, filterDomains string) string {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; i < good; i++ {
+		fmt.Fprintf(&b, `{"item_id":"ok%d","domain":"rtl","family":"counter","instruction":"Count up on every clock edge.","reference":"module m(input clk); endmodule","verifier":{"kind":"differential","top":"tb","harness":"module tb; endmodule"}}`+"\n", i)
+	}
+	for i := 0; i < bad; i++ {
+		if i%2 == 0 {
+			fmt.Fprintf(&b, `{"item_id":"bad%d","domain":"rtl"}`+"\n", i)
+		} else {
+			b.WriteString("not json\n")
+		}
+	}
+	in := filepath.Join(dir, "items.jsonl")
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "p.yaml")
+	err := os.WriteFile(cfg, []byte(fmt.Sprintf(`name: yield
+work_dir: work
+stages:
+  - name: ingest
+    type: ingest
+    inputs: [items.jsonl]
+%s
+  - name: keep
+    type: filter
+    from: [ingest]
+    config: {domains: [%s]}
+`, stageExtra, filterDomains)), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// Issue 16.2: a stage that rejects more than its max_reject_fraction
+// (default 0.5 for ingest) or passes nothing on fails the build with exit 6
+// naming the stage, the counts and the top reasons, on every run (a skipped
+// stage is checked too); the limit is set per stage and the report shows it.
+func TestBuildFailsOnRejectFraction(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeYieldFixture(t, dir, 2, 8, "", "rtl")
+	for run := 0; run < 2; run++ { // the second run skips ingest as up to date
+		out, err := runCLI(t, "build", "--config", cfg, "--no-progress")
+		if code := exitCode(context.Background(), err); code != exitFindings {
+			t.Fatalf("run %d: exit %d (%v), want %d\n%s", run, code, err, exitFindings, out)
+		}
+		for _, want := range []string{"stage ingest", "8 of 10 rows rejected", "max_reject_fraction 0.5", "schema/missing_field 4", "schema/invalid_json 4"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("run %d: error %q lacks %q", run, err, want)
+			}
+		}
+		if strings.Contains(out, "  keep ") {
+			t.Errorf("run %d: the stage after the failed one ran:\n%s", run, out)
+		}
+	}
+	// The report of the failed build shows the check.
+	var r struct {
+		Stages []struct {
+			Name  string             `json:"name"`
+			Yield *engine.StageYield `json:"yield"`
+		} `json:"stages"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "work", "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal(data, &r)
+	if len(r.Stages) == 0 || r.Stages[0].Yield == nil || r.Stages[0].Yield.Failure == "" || r.Stages[0].Yield.RejectFraction != 0.8 {
+		t.Fatalf("report.json does not show the failed check: %s", data)
+	}
+
+	// Raising the limit on the stage lets the same output pass, without redoing it.
+	cfg = writeYieldFixture(t, dir, 2, 8, "    max_reject_fraction: 0.9", "rtl")
+	out, err := runCLI(t, "build", "--config", cfg, "--no-progress")
+	if err != nil {
+		t.Fatalf("with max_reject_fraction 0.9: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "max_reject_fraction 0.9") || !strings.Contains(out, "ingest         skipped") {
+		t.Errorf("summary does not show the limit or redid ingest:\n%s", out)
+	}
+	data, _ = os.ReadFile(filepath.Join(dir, "work", "report.json"))
+	r.Stages = nil
+	json.Unmarshal(data, &r)
+	if y := r.Stages[0].Yield; y == nil || y.MaxRejectFraction == nil || *y.MaxRejectFraction != 0.9 || y.Failure != "" {
+		t.Errorf("report.json stage yield %+v", y)
+	}
+
+	// Non-empty input, empty output fails whatever the limit.
+	cfg = writeYieldFixture(t, dir, 2, 0, "", "kernel")
+	_, err = runCLI(t, "build", "--config", cfg, "--no-progress")
+	if code := exitCode(context.Background(), err); code != exitFindings || !strings.Contains(err.Error(), "stage keep: 2 input rows, nothing passed on") {
+		t.Errorf("a filter keeping nothing: exit %d (%v)", code, err)
+	}
+
+	// A limit outside [0, 1] is a config error.
+	cfg = writeYieldFixture(t, dir, 2, 0, "    max_reject_fraction: 1.5", "rtl")
+	_, err = runCLI(t, "build", "--config", cfg, "--no-progress")
+	if code := exitCode(context.Background(), err); code != exitUsage || !strings.Contains(err.Error(), "max_reject_fraction") {
+		t.Errorf("max_reject_fraction 1.5: exit %d (%v)", code, err)
+	}
+}

@@ -137,6 +137,8 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 	for k, v := range res.Counters() {
 		st.Count(k, v)
 	}
+	st.Count("seeds", int64(len(parents)))
+	st.PassedOn(int64(len(res.Admitted))) // the parents copied through are not a yield
 	st.Log.Info("admit done", "candidates", len(cands), "admitted", len(res.Admitted), "rejected", len(res.Rejections))
 	return nil
 }
