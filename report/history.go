@@ -18,30 +18,30 @@ import (
 //
 //	SELECT finished, final_items, reference_pass_rate FROM read_parquet('history/*.parquet') ORDER BY finished
 type HistoryRow struct {
-	RunID         string         `arrow:"run_id"`
-	Pipeline      string         `arrow:"pipeline"`
-	WorkDir       string         `arrow:"work_dir"`
-	Started       time.Time      `arrow:"started"`
-	Finished      time.Time      `arrow:"finished"`
-	GeneratedAt   time.Time      `arrow:"generated_at"`
-	ConfigHash    string         `arrow:"config_hash"`
-	Seconds       float64        `arrow:"seconds"`        // wall time of the stages this run executed
-	Seeds         int64          `arrow:"seeds"`          // rows of the first funnel step
-	FinalItems    int64          `arrow:"final_items"`    // items of the coverage stage
-	Rejections    int64          `arrow:"rejections"`     // rejection rows over all stages
-	Verdicts      int64          `arrow:"verdicts"`       // evidence rows over all stages
+	RunID       string    `arrow:"run_id"`
+	Pipeline    string    `arrow:"pipeline"`
+	WorkDir     string    `arrow:"work_dir"`
+	Started     time.Time `arrow:"started"`
+	Finished    time.Time `arrow:"finished"`
+	GeneratedAt time.Time `arrow:"generated_at"`
+	ConfigHash  string    `arrow:"config_hash"`
+	Seconds     float64   `arrow:"seconds"`     // wall time of the stages this run executed
+	Seeds       int64     `arrow:"seeds"`       // rows of the first funnel step
+	FinalItems  int64     `arrow:"final_items"` // items of the coverage stage
+	Rejections  int64     `arrow:"rejections"`  // rejection rows over all stages
+	Verdicts    int64     `arrow:"verdicts"`    // evidence rows over all stages
 	// Pass rates by subject (VerifierStats.Subject): reference self-checks
 	// and model rollouts are different questions and never averaged.
-	ReferenceVerdicts int64   `arrow:"reference_verdicts"`
-	ReferencePassRate float64 `arrow:"reference_pass_rate"`
-	RolloutVerdicts   int64   `arrow:"rollout_verdicts"`
-	RolloutPassRate   float64 `arrow:"rollout_pass_rate"`
-	InfraFaults   int64          `arrow:"infra_faults"`   // verdicts with an infrastructure failure stage
-	PackedSamples int64          `arrow:"packed_samples"` // 0 without a pack stage
-	PackedRows    int64          `arrow:"packed_rows"`
-	TokensPacked  int64          `arrow:"tokens_packed"`
-	FillRatio     float64        `arrow:"fill_ratio"`
-	Stages        []HistoryStage `arrow:"stages"`
+	ReferenceVerdicts int64          `arrow:"reference_verdicts"`
+	ReferencePassRate float64        `arrow:"reference_pass_rate"`
+	RolloutVerdicts   int64          `arrow:"rollout_verdicts"`
+	RolloutPassRate   float64        `arrow:"rollout_pass_rate"`
+	InfraFaults       int64          `arrow:"infra_faults"`   // verdicts with an infrastructure failure stage
+	PackedSamples     int64          `arrow:"packed_samples"` // 0 without a pack stage
+	PackedRows        int64          `arrow:"packed_rows"`
+	TokensPacked      int64          `arrow:"tokens_packed"`
+	FillRatio         float64        `arrow:"fill_ratio"`
+	Stages            []HistoryStage `arrow:"stages"`
 }
 
 // HistoryStage is one stage's figures inside a history row.

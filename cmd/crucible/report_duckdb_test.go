@@ -168,9 +168,9 @@ func checkReportWithDuckDB(t *testing.T, work string, r *report.Report) {
 	}
 	near("coverage items", float64(c.Items), d.num("SELECT count(*) FROM "+src))
 	for dim, shares := range map[string][]report.Share{
-		"coalesce(nullif(domain, ''), '-')": c.Domain,
+		"coalesce(nullif(domain, ''), '-')":                                             c.Domain,
 		"coalesce(nullif(domain, ''), '-') || '/' || coalesce(nullif(family, ''), '-')": c.Family,
-		"coalesce(nullif(route, ''), '-')": c.Route,
+		"coalesce(nullif(route, ''), '-')":                                              c.Route,
 	} {
 		want := d.counts("SELECT " + dim + ", count(*) FROM " + src + " GROUP BY 1")
 		got := map[string]int64{}
