@@ -94,8 +94,10 @@ func ScanRecords(ctx context.Context, path, idField string, textFields []string,
 	if idField == "" || len(textFields) == 0 {
 		return fmt.Errorf("%w: %s: need an id field and at least one text field", engine.ErrConfig, path)
 	}
+	fm := engine.MeterFile(ctx, path)
+	defer fm.Done()
 	if engine.IsParquet(path) {
-		return scanParquet(ctx, path, idField, textFields, fn)
+		return scanParquet(ctx, path, idField, textFields, func(r Record) error { fm.Row(0); return fn(r) })
 	}
 	var n int64
 	var bad error
@@ -103,6 +105,7 @@ func ScanRecords(ctx context.Context, path, idField string, textFields []string,
 		if n++; n%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
+		fm.Row(int64(len(raw)) + 1)
 		rec, err := parseJSONLRow(path, line, raw, idField, textFields)
 		if err != nil {
 			return err
@@ -361,6 +364,7 @@ func (s FileSource) Fetch(ctx context.Context, idx []int32, fn func(i int32, d D
 	if len(idx) == 0 {
 		return nil
 	}
+	ctx = engine.WithReadMeter(ctx, nil) // a second pass: the progress bar counted the input once
 	var n int32 // global record index
 	k := 0      // next wanted position in idx
 	done := errors.New("done")

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -427,5 +428,62 @@ func TestBuildFailsOnRejectFraction(t *testing.T) {
 	_, err = runCLI(t, "build", "--config", cfg, "--no-progress")
 	if code := exitCode(context.Background(), err); code != exitUsage || !strings.Contains(err.Error(), "max_reject_fraction") {
 		t.Errorf("max_reject_fraction 1.5: exit %d (%v)", code, err)
+	}
+}
+
+// Issue 16.8: after `build --stage admit` the printed funnel starts from
+// the admit stage's own seeds, not from the first stage of the run (admit's
+// 205 items, parents included, used to read as "seeds 205").
+func TestPrintedFunnelAfterStageAdmit(t *testing.T) {
+	sum := &engine.RunSummary{Pipeline: "nightly", WorkDir: "/w", Stages: []engine.StageResult{{
+		Name: "admit", Type: "admit", Status: "ran", Rows: map[string]int64{"items": 205, "rejections": 13},
+		Counts: map[string]int64{"seeds": 35, "candidates": 183, "gate1.static.passed": 183, "gate2.strength.passed": 170, "admitted": 170},
+	}}}
+	var buf bytes.Buffer
+	printRunSummary(&buf, sum, engine.Shard{})
+	if want := "funnel: seeds 35 → candidates 183 → static 183 → strength 170 → admitted 170"; !strings.Contains(buf.String(), want) {
+		t.Errorf("printed summary lacks %q:\n%s", want, buf.String())
+	}
+}
+
+type rowsBytes struct{ rows, bytes atomic.Int64 }
+
+func (r *rowsBytes) Add(rows, b int64) { r.rows.Add(rows); r.bytes.Add(b) }
+
+// Issue 16.9: the standalone ingest, pack, dedup and decontam check meter
+// what they read in rows and bytes (their terminal bars draw that), so one
+// big file moves the bar as it is read instead of showing "0/1".
+func TestStandaloneCommandsMeterRowsAndBytes(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(&b, `{"item_id":"i%d","domain":"rtl","family":"counter","instruction":"Count up on every rising clock edge, variant %d of many.","reference":"module m(input clk); endmodule","verifier":{"kind":"differential","top":"tb","harness":"module tb; endmodule"}}`+"\n", i, i%7)
+	}
+	items := filepath.Join(dir, "items.jsonl")
+	os.WriteFile(items, []byte(b.String()), 0o644)
+	bench := filepath.Join(dir, "bench.jsonl")
+	os.WriteFile(bench, []byte(`{"id":"b1","prompt":"an unrelated benchmark prompt about adders"}`+"\n"), 0o644)
+	traj := writePackInput(t, dir)
+	size := func(p string) int64 { st, _ := os.Stat(p); return st.Size() }
+	for _, tc := range []struct {
+		args        []string
+		rows, bytes int64
+	}{
+		{[]string{"ingest", "--out", filepath.Join(dir, "ing"), items}, 300, size(items)},
+		{[]string{"pack", "--in", traj, "--out", filepath.Join(dir, "pk")}, 41, size(traj)},
+		{[]string{"dedup", "--in", items, "--id-field", "item_id", "--text-field", "instruction", "--out", filepath.Join(dir, "dd")}, 300, size(items)},
+		{[]string{"decontam", "check", "--corpus", items, "--benchmark", bench, "--out", filepath.Join(dir, "dc")}, 301, size(items) + size(bench)},
+	} {
+		m := &rowsBytes{}
+		root := newRootCmd()
+		root.SetArgs(tc.args)
+		root.SetOut(&bytes.Buffer{})
+		err := executeRoot(engine.WithReadMeter(context.Background(), m), root)
+		if code := exitCode(context.Background(), err); code != exitOK && code != exitFindings {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if m.rows.Load() != tc.rows || m.bytes.Load() != tc.bytes {
+			t.Errorf("%s: metered %d rows, %d bytes; input has %d rows, %d bytes", tc.args[0], m.rows.Load(), m.bytes.Load(), tc.rows, tc.bytes)
+		}
 	}
 }

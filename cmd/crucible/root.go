@@ -72,6 +72,18 @@ func setupLogging(g globalOptions) error {
 // progressBars returns terminal progress bars unless disabled or not a tty.
 func progressBars() *engine.Bars { return engine.NewBars(os.Stderr, !globals.NoProgress) }
 
+// readProgress draws, on a terminal, one bar of the rows and bytes a
+// standalone command reads (totalBytes: its input files' sizes, times the
+// passes it makes), and returns the context its readers meter through and
+// the function that ends the bar.
+func readProgress(ctx context.Context, name string, totalBytes int64) (context.Context, func()) {
+	m, done := progressBars().Reader(name, totalBytes)
+	if m == nil { // no terminal: leave any meter the caller set
+		return ctx, done
+	}
+	return engine.WithReadMeter(ctx, m), done
+}
+
 // executeRoot runs the command line. Cobra reports a bad command line
 // (unknown command or flag, wrong number of arguments, a required flag
 // missing) as a plain error before any command runs; every error that
