@@ -364,9 +364,10 @@ func (s FileSource) Fetch(ctx context.Context, idx []int32, fn func(i int32, d D
 	if len(idx) == 0 {
 		return nil
 	}
-	ctx = engine.WithReadMeter(ctx, nil) // a second pass: the progress bar counted the input once
-	var n int32                          // global record index
-	k := 0                               // next wanted position in idx
+	// A second pass: the progress bar counted the input once.
+	ctx = engine.WithReadMeter(ctx, nil)
+	var n int32 // global record index
+	k := 0      // next wanted position in idx
 	done := errors.New("done")
 	emit := func(r Record) error {
 		d := Doc{ID: r.ID, Text: r.Text(), Tier: TierOther}
