@@ -329,9 +329,25 @@ func difficultyShares(v []float64) []Share {
 	return out
 }
 
+// collectEvidence computes the two evidence figures.
 func (r *Report) collectEvidence(ctx context.Context, stages []stageOut) error {
-	type tk struct{ verifier, name, version string }
-	tools := map[tk]int64{}
+	var err error
+	if r.Verdicts, err = verdictsOf(ctx, stages); err != nil {
+		return err
+	}
+	if r.Toolchain, err = toolchainOf(ctx, stages); err != nil {
+		return err
+	}
+	if len(r.Verdicts) == 0 {
+		r.Notes = append(r.Notes, "no stage wrote evidence: verdict and toolchain sections are empty")
+	}
+	return nil
+}
+
+// verdictsOf counts the verdicts per stage and verifier, candidate
+// failures and infrastructure faults apart.
+func verdictsOf(ctx context.Context, stages []stageOut) ([]VerifierStats, error) {
+	var out []VerifierStats
 	for _, so := range stages {
 		byVer := map[string]*VerifierStats{}
 		for _, p := range so.out.Shards("evidence") {
@@ -360,14 +376,11 @@ func (r *Report) collectEvidence(ctx context.Context, stages []stageOut) error {
 					default:
 						vs.CandidateFailures[e.FailureStage]++
 					}
-					for _, t := range e.Provenance.Toolchain {
-						tools[tk{v, t.Name, t.Version}]++
-					}
 				}
 				return nil
 			})
 			if err != nil {
-				return err
+				return nil, err
 			}
 		}
 		var names []string
@@ -379,14 +392,38 @@ func (r *Report) collectEvidence(ctx context.Context, stages []stageOut) error {
 			vs := byVer[v]
 			vs.PassRate = float64(vs.Pass) / float64(vs.Total)
 			vs.InfraRate = float64(vs.InfraTotal) / float64(vs.Total)
-			r.Verdicts = append(r.Verdicts, *vs)
+			out = append(out, *vs)
 		}
 	}
-	for k, n := range tools {
-		r.Toolchain = append(r.Toolchain, ToolVersion{Verifier: k.verifier, Name: k.name, Version: k.version, Verdicts: n})
+	return out, nil
+}
+
+// toolchainOf counts the verdicts per verifier and toolchain component
+// version recorded in evidence provenance.
+func toolchainOf(ctx context.Context, stages []stageOut) ([]ToolVersion, error) {
+	type tk struct{ verifier, name, version string }
+	tools := map[tk]int64{}
+	for _, so := range stages {
+		for _, p := range so.out.Shards("evidence") {
+			err := scanRows(ctx, p, func(rows []evidenceRow) error {
+				for _, e := range rows {
+					for _, t := range e.Provenance.Toolchain {
+						tools[tk{orDash(e.Provenance.Verifier), t.Name, t.Version}]++
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
 	}
-	sort.Slice(r.Toolchain, func(i, j int) bool {
-		a, b := r.Toolchain[i], r.Toolchain[j]
+	var out []ToolVersion
+	for k, n := range tools {
+		out = append(out, ToolVersion{Verifier: k.verifier, Name: k.name, Version: k.version, Verdicts: n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
 		if a.Verifier != b.Verifier {
 			return a.Verifier < b.Verifier
 		}
@@ -395,10 +432,7 @@ func (r *Report) collectEvidence(ctx context.Context, stages []stageOut) error {
 		}
 		return a.Version < b.Version
 	})
-	if len(r.Verdicts) == 0 {
-		r.Notes = append(r.Notes, "no stage wrote evidence: verdict and toolchain sections are empty")
-	}
-	return nil
+	return out, nil
 }
 
 func shares(m map[string]int64, total int64) []Share {
