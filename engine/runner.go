@@ -92,9 +92,13 @@ func (r *Runner) Run(ctx context.Context, cfg *PipelineConfig, opts RunOptions) 
 		}
 		// Checked on every run, a skipped stage too: an output that failed
 		// its check stays committed for inspection but never passes.
-		y := CheckYield(spec, m)
-		if _, counted := m.Counts[CountYieldOutput]; counted { // not in a manifest of an older version
-			res.Yield = &y
+		var y StageYield
+		ym := yieldManifest(filepath.Join(work, spec.Name), opts.Shard, m)
+		if ym != nil {
+			y = CheckYield(spec, ym)
+			if _, counted := ym.Counts[CountYieldOutput]; counted { // not in a manifest of an older version
+				res.Yield = &y
+			}
 		}
 		sum.Stages = append(sum.Stages, *res)
 		sum.Finished = time.Now().UTC()
@@ -102,7 +106,7 @@ func (r *Runner) Run(ctx context.Context, cfg *PipelineConfig, opts RunOptions) 
 			return sum, err
 		}
 		if y.Failure != "" {
-			return sum, yieldError(spec, filepath.Join(work, spec.Name), m, y)
+			return sum, yieldError(spec, filepath.Join(work, spec.Name), ym, y)
 		}
 	}
 	return sum, nil

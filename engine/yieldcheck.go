@@ -177,3 +177,26 @@ func topRejectionReasons(dir string, m *Manifest, n int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// yieldManifest is what a stage's yield check looks at: in an unsharded run
+// the stage's manifest; in a sharded run every part's, summed, once all
+// parts have committed (one part may legitimately pass nothing on — its
+// slice held no row of a kind a filter keeps), and nil before that, so the
+// last part to commit checks the whole stage.
+func yieldManifest(dir string, sh Shard, m *Manifest) *Manifest {
+	if sh.Count <= 1 {
+		return m
+	}
+	out, err := LoadStageOutput(dir)
+	if err != nil || len(out.Parts) < 2 {
+		return nil
+	}
+	sum := &Manifest{Stage: m.Stage, Type: m.Type, Counts: map[string]int64{}}
+	for _, p := range out.Parts {
+		sum.Shards = append(sum.Shards, p.Shards...)
+		for k, v := range p.Counts {
+			sum.Counts[k] += v
+		}
+	}
+	return sum
+}

@@ -32,7 +32,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 	root.SetArgs(args)
 	root.SetOut(&out)
 	root.SetErr(&out)
-	err := root.ExecuteContext(context.Background())
+	err := executeRoot(context.Background(), root)
 	return out.String(), err
 }
 
@@ -276,7 +276,7 @@ func TestPlanK8sNightlyDefaults(t *testing.T) {
 	if !strings.Contains(string(data), "image: crucible:latest") || !strings.Contains(buf.String(), "image crucible:latest") {
 		t.Errorf("default image not used or not said:\n%s\n%s", data, buf.String())
 	}
-	err = runPlan(context.Background(), PlanOptions{Config: filepath.Join(root, "examples", "nightly.yaml"), Executor: "k8s", OutDir: out, Out: &buf})
+	err = runPlan(context.Background(), PlanOptions{Config: filepath.Join(root, "examples", "nightly.yaml"), Executor: "k8s", OutDir: out, Out: &buf, Image: "reg.example/crucible:v2"})
 	data, _ = os.ReadFile(jobs[0])
 	if err != nil || !strings.Contains(string(data), "image: reg.example/crucible:v2") {
 		t.Errorf("--image not used: %v\n%s", err, data)
