@@ -69,8 +69,11 @@ func setupLogging(g globalOptions) error {
 	return nil
 }
 
-// progressBars returns terminal progress bars unless disabled or not a tty.
-func progressBars() *engine.Bars { return engine.NewBars(os.Stderr, !globals.NoProgress) }
+// progressBars returns terminal progress bars unless disabled, not a tty,
+// or --log-format json (whose stderr carries only JSON lines).
+func progressBars() *engine.Bars {
+	return engine.NewBars(os.Stderr, !globals.NoProgress && !strings.EqualFold(globals.LogFormat, "json"))
+}
 
 // readProgress draws, on a terminal, one bar of the rows and bytes a
 // standalone command reads (totalBytes: its input files' sizes, times the
