@@ -122,7 +122,7 @@ func TestK8sJobSemantics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := yamlJob(t, files, 0); d.Spec.Template.Spec.Containers[0].Image != DefaultK8sImage {
+	if d, _ := yamlJob(t, files, 1); d.Spec.Template.Spec.Containers[0].Image != DefaultK8sImage {
 		t.Errorf("default image %q, want %q", d.Spec.Template.Spec.Containers[0].Image, DefaultK8sImage)
 	}
 }
