@@ -20,7 +20,7 @@ import (
 // directory, inputs and pipeline file must be on one ReadWriteMany volume
 // every pod mounts.
 type K8sConfig struct {
-	Image          string   `yaml:"image"`   // required
+	Image          string   `yaml:"image"`   // default DefaultK8sImage
 	Command        []string `yaml:"command"` // default ["crucible"]
 	Namespace      string   `yaml:"namespace"`
 	ServiceAccount string   `yaml:"service_account"`
@@ -37,6 +37,12 @@ type K8sConfig struct {
 	GPUResource  string            `yaml:"gpu_resource"` // default nvidia.com/gpu
 	NodeSelector map[string]string `yaml:"node_selector"`
 }
+
+// DefaultK8sImage is the container image the Jobs run when neither k8s.image
+// nor `crucible plan --image` names one: the tag a local `docker build -t
+// crucible .` of an image with the crucible binary on PATH gets. Push it to
+// the cluster's registry and set k8s.image for anything but a local cluster.
+const DefaultK8sImage = "crucible:latest"
 
 func (k K8sConfig) validate() []error {
 	var errs []error
@@ -141,7 +147,7 @@ func k8sMemory(m string) string {
 // which the Job controller sets on every pod of an Indexed Job).
 func RenderK8s(p *Plan, k K8sConfig) (map[string][]byte, error) {
 	if k.Image == "" {
-		return nil, fmt.Errorf("%w: executor config: k8s.image is required", engine.ErrConfig)
+		k.Image = DefaultK8sImage
 	}
 	if len(k.Command) == 0 {
 		k.Command = []string{"crucible"}

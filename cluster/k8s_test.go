@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"flag"
 	"os"
 	"os/exec"
@@ -118,8 +117,13 @@ func TestK8sJobSemantics(t *testing.T) {
 	if v.Spec.Parallelism != 4 || v.Spec.Template.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"] != "1" {
 		t.Errorf("verify job: parallelism %d, limits %v", v.Spec.Parallelism, v.Spec.Template.Spec.Containers[0].Resources.Limits)
 	}
-	if _, err := RenderK8s(p, K8sConfig{}); !errors.Is(err, engine.ErrConfig) {
-		t.Fatalf("no image must be a config error, got %v", err)
+	// No image configured: the Jobs run the documented default.
+	files, err = RenderK8s(p, K8sConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := yamlJob(t, files, 1); d.Spec.Template.Spec.Containers[0].Image != DefaultK8sImage {
+		t.Errorf("default image %q, want %q", d.Spec.Template.Spec.Containers[0].Image, DefaultK8sImage)
 	}
 }
 

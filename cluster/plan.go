@@ -49,6 +49,9 @@ func NewPlan(cfg *engine.PipelineConfig, configPath string, ec Config, only []st
 	} else if !filepath.IsAbs(p.LogDir) {
 		p.LogDir = filepath.Join(filepath.Dir(abs), p.LogDir)
 	}
+	if err := cfg.CheckStageNames(only); err != nil {
+		return nil, err
+	}
 	keep := map[string]bool{}
 	for _, o := range only {
 		keep[o] = true

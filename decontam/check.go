@@ -29,7 +29,7 @@ type FileRecords struct {
 func (f FileRecords) Scan(ctx context.Context, fn func(dedup.Record) error) error {
 	for _, p := range f.Paths {
 		if err := dedup.ScanRecords(ctx, p, f.IDField, f.Fields, fn); err != nil {
-			return err
+			return fmt.Errorf("decontam: %w", err)
 		}
 	}
 	return nil

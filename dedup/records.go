@@ -87,13 +87,17 @@ func (r Record) Text() string {
 // any id/text column names. idField may list alternatives separated by "|"
 // ("item_id|id"): the first one present is used. A row without the id field, or with none of the
 // text fields, is an error naming file, row and field: a file that does not
-// fit the mapping is a usage error, not data to drop silently.
+// fit the mapping is a usage error, not data to drop silently. It is shared
+// by dedup and decontam, so its errors carry no package prefix (each caller
+// adds its own).
 func ScanRecords(ctx context.Context, path, idField string, textFields []string, fn func(Record) error) error {
 	if idField == "" || len(textFields) == 0 {
-		return fmt.Errorf("%w: %s: need an id field and at least one text field", ErrConfig, path)
+		return fmt.Errorf("%w: %s: need an id field and at least one text field", engine.ErrConfig, path)
 	}
+	fm := engine.MeterFile(ctx, path)
+	defer fm.Done()
 	if engine.IsParquet(path) {
-		return scanParquet(ctx, path, idField, textFields, fn)
+		return scanParquet(ctx, path, idField, textFields, func(r Record) error { fm.Row(0); return fn(r) })
 	}
 	var n int64
 	var bad error
@@ -101,6 +105,7 @@ func ScanRecords(ctx context.Context, path, idField string, textFields []string,
 		if n++; n%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
+		fm.Row(int64(len(raw)) + 1)
 		rec, err := parseJSONLRow(path, line, raw, idField, textFields)
 		if err != nil {
 			return err
@@ -108,7 +113,7 @@ func ScanRecords(ctx context.Context, path, idField string, textFields []string,
 		return fn(rec)
 	}, func(e *engine.JSONLError) {
 		if bad == nil {
-			bad = fmt.Errorf("%w: %v", ErrInput, e)
+			bad = fmt.Errorf("%w: %v", engine.ErrInput, e)
 		}
 	})
 	if err != nil {
@@ -121,7 +126,7 @@ func ScanRecords(ctx context.Context, path, idField string, textFields []string,
 func parseJSONLRow(path string, line int64, raw []byte, idField string, textFields []string) (Record, error) {
 	var row map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &row); err != nil {
-		return Record{}, fmt.Errorf("%w: %s:%d: not a JSON object: %v", ErrInput, path, line, err)
+		return Record{}, fmt.Errorf("%w: %s:%d: not a JSON object: %v", engine.ErrInput, path, line, err)
 	}
 	rec := Record{Path: path, Row: line}
 	var idRaw json.RawMessage
@@ -132,7 +137,7 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 		}
 	}
 	if !ok || string(idRaw) == "null" {
-		return Record{}, fmt.Errorf("%w: %s:%d: missing id field %q", ErrInput, path, line, idField)
+		return Record{}, fmt.Errorf("%w: %s:%d: missing id field %q", engine.ErrInput, path, line, idField)
 	}
 	var s string
 	if json.Unmarshal(idRaw, &s) == nil {
@@ -147,12 +152,12 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 		}
 		var t string
 		if err := json.Unmarshal(v, &t); err != nil {
-			return Record{}, fmt.Errorf("%w: %s:%d: field %q is not a string", ErrInput, path, line, f)
+			return Record{}, fmt.Errorf("%w: %s:%d: field %q is not a string", engine.ErrInput, path, line, f)
 		}
 		rec.Fields = append(rec.Fields, Field{Name: f, Text: t})
 	}
 	if len(rec.Fields) == 0 {
-		return Record{}, fmt.Errorf("%w: %s:%d: none of the text fields %v present", ErrInput, path, line, textFields)
+		return Record{}, fmt.Errorf("%w: %s:%d: none of the text fields %v present", engine.ErrInput, path, line, textFields)
 	}
 	if p, ok := row[ColMinhashParams]; ok {
 		var params, th string
@@ -169,21 +174,21 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 func scanParquet(ctx context.Context, path, idField string, textFields []string, fn func(Record) error) (err error) {
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
-		return fmt.Errorf("%w: %s: not a readable Parquet file: %v", ErrInput, path, err)
+		return fmt.Errorf("%w: %s: not a readable Parquet file: %v", engine.ErrInput, path, err)
 	}
 	defer pf.Close()
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: %s: corrupt Parquet: %v", ErrInput, path, p)
+			err = fmt.Errorf("%w: %s: corrupt Parquet: %v", engine.ErrInput, path, p)
 		}
 	}()
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1024}, memory.DefaultAllocator)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrInput, path, err)
+		return fmt.Errorf("%w: %s: %v", engine.ErrInput, path, err)
 	}
 	schema, err := fr.Schema()
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrInput, path, err)
+		return fmt.Errorf("%w: %s: %v", engine.ErrInput, path, err)
 	}
 	// Only the needed top-level columns are read (by leaf index; the
 	// mapped columns must be flat strings or scalars).
@@ -201,7 +206,7 @@ func scanParquet(ctx context.Context, path, idField string, textFields []string,
 		}
 	}
 	if idCol < 0 {
-		return fmt.Errorf("%w: %s: no column %q (columns: %s)", ErrInput, path, idField, columnNames(schema))
+		return fmt.Errorf("%w: %s: no column %q (columns: %s)", engine.ErrInput, path, idField, columnNames(schema))
 	}
 	cols := []int{idCol}
 	var names []string
@@ -212,7 +217,7 @@ func scanParquet(ctx context.Context, path, idField string, textFields []string,
 		}
 	}
 	if len(names) == 0 {
-		return fmt.Errorf("%w: %s: none of the text columns %v (columns: %s)", ErrInput, path, textFields, columnNames(schema))
+		return fmt.Errorf("%w: %s: none of the text columns %v (columns: %s)", engine.ErrInput, path, textFields, columnNames(schema))
 	}
 	// Stored-signature columns, when all three exist, ride along at the end.
 	sigCols := []int{colOf(ColMinhashParams), colOf(ColTextHash), colOf(ColMinhash)}
@@ -236,7 +241,7 @@ func scanParquet(ctx context.Context, path, idField string, textFields []string,
 	for _, c := range cols {
 		lf := fr.Manifest.Fields[c]
 		if lf.Field.Type.ID() == arrow.STRUCT || lf.Field.Type.ID() == arrow.LIST {
-			return fmt.Errorf("%w: %s: column %q is nested; map a flat string column", ErrInput, path, lf.Field.Name)
+			return fmt.Errorf("%w: %s: column %q is nested; map a flat string column", engine.ErrInput, path, lf.Field.Name)
 		}
 		want(c, lf.ColIndex)
 	}
@@ -247,7 +252,7 @@ func scanParquet(ctx context.Context, path, idField string, textFields []string,
 	}
 	rr, err := fr.GetRecordReader(ctx, leaves, nil)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrInput, path, err)
+		return fmt.Errorf("%w: %s: %v", engine.ErrInput, path, err)
 	}
 	defer rr.Release()
 	var row int64
@@ -257,7 +262,7 @@ func scanParquet(ctx context.Context, path, idField string, textFields []string,
 		for i := 0; i < int(rec.NumRows()); i++ {
 			row++
 			if idArr.IsNull(i) {
-				return fmt.Errorf("%w: %s: row %d: null id field %q", ErrInput, path, row, idField)
+				return fmt.Errorf("%w: %s: row %d: null id field %q", engine.ErrInput, path, row, idField)
 			}
 			r := Record{Path: path, Row: row, ID: cellString(idArr, i)}
 			for k, name := range names {
@@ -268,7 +273,7 @@ func scanParquet(ctx context.Context, path, idField string, textFields []string,
 				r.Fields = append(r.Fields, Field{Name: name, Text: cellString(a, i)})
 			}
 			if len(r.Fields) == 0 {
-				return fmt.Errorf("%w: %s: row %d: all text fields %v are null", ErrInput, path, row, names)
+				return fmt.Errorf("%w: %s: row %d: all text fields %v are null", engine.ErrInput, path, row, names)
 			}
 			if withSig {
 				pa, ta := rec.Column(pos[sigCols[0]]), rec.Column(pos[sigCols[1]])
@@ -292,7 +297,7 @@ func scanParquet(ctx context.Context, path, idField string, textFields []string,
 		}
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: %s: %v", ErrInput, path, err)
+		return fmt.Errorf("%w: %s: %v", engine.ErrInput, path, err)
 	}
 	return nil
 }
@@ -346,7 +351,7 @@ func (s FileSource) Scan(ctx context.Context, fn func(d Doc) error) error {
 			return fn(d)
 		})
 		if err != nil {
-			return err
+			return fmt.Errorf("dedup: %w", err)
 		}
 	}
 	return nil
@@ -359,6 +364,8 @@ func (s FileSource) Fetch(ctx context.Context, idx []int32, fn func(i int32, d D
 	if len(idx) == 0 {
 		return nil
 	}
+	// A second pass: the progress bar counted the input once.
+	ctx = engine.WithReadMeter(ctx, nil)
 	var n int32 // global record index
 	k := 0      // next wanted position in idx
 	done := errors.New("done")

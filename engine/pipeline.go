@@ -24,6 +24,7 @@ import (
 //	  - name: verify
 //	    type: verify_rtl
 //	    from: [ingest]              # upstream stages whose shards this stage reads
+//	    max_reject_fraction: 0.2    # fail the build (exit 6) when more is rejected
 type PipelineConfig struct {
 	Name    string      `yaml:"name"`
 	WorkDir string      `yaml:"work_dir"`
@@ -46,6 +47,12 @@ type StageSpec struct {
 	From   []string  `yaml:"from"`
 	Inputs []string  `yaml:"inputs"`
 	Config yaml.Node `yaml:"config"`
+	// MaxRejectFraction fails the build (exit 6) when more than this share
+	// of the rows the stage decided on were rejected; unset means the stage
+	// type's default (DefaultMaxRejectFraction), and no limit for types
+	// without one. It is a check on the output, not part of the stage's
+	// fingerprint: changing it re-checks, it does not redo the stage.
+	MaxRejectFraction *float64 `yaml:"max_reject_fraction"`
 }
 
 var stageName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -93,6 +100,9 @@ func (c *PipelineConfig) Validate(reg *Registry) error {
 		}
 		if seen[s.Name] {
 			errs = append(errs, fmt.Errorf("%s: duplicate stage name", where))
+		}
+		if f := s.MaxRejectFraction; f != nil && !(*f >= 0 && *f <= 1) {
+			errs = append(errs, fmt.Errorf("%s: max_reject_fraction %g: want a share between 0 and 1", where, *f))
 		}
 		if reg != nil {
 			if _, err := reg.Build(s.Type, c.StageConfig(s)); err != nil {
@@ -170,4 +180,26 @@ func resolvePath(dir, p string) string {
 		return p
 	}
 	return filepath.Join(dir, p)
+}
+
+// CheckStageNames reports names (e.g. `build --stage`) that are not stages of
+// the pipeline, listing the stages it has: a typo must not run nothing and
+// pass for success.
+func (c *PipelineConfig) CheckStageNames(names []string) error {
+	known := make([]string, len(c.Stages))
+	has := map[string]bool{}
+	for i, s := range c.Stages {
+		known[i] = s.Name
+		has[s.Name] = true
+	}
+	var bad []string
+	for _, n := range names {
+		if !has[n] {
+			bad = append(bad, fmt.Sprintf("%q", n))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: --stage %s: no such stage in pipeline %s (stages: %s)", ErrConfig, strings.Join(bad, ", "), c.Name, strings.Join(known, ", "))
+	}
+	return nil
 }

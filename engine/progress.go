@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
@@ -51,7 +55,7 @@ func (b *Bars) Factory() ProgressFactory {
 		return nil
 	}
 	return func(name string, total int64) Progress {
-		b.once.Do(func() { b.p = mpb.New(mpb.WithOutput(b.out), mpb.WithWidth(40)) })
+		b.once.Do(func() { b.p = mpb.New(mpb.WithOutput(b.out), mpb.WithWidth(40), mpb.WithAutoRefresh()) })
 		bar := b.p.AddBar(total,
 			mpb.PrependDecorators(decor.Name(name, decor.WC{C: decor.DindentRight | decor.DextraSpace}), decor.CountersNoUnit("%d/%d")),
 			mpb.AppendDecorators(decor.Percentage(), decor.Name(" "), decor.Elapsed(decor.ET_STYLE_GO)),
@@ -74,4 +78,122 @@ func (m *mpbProgress) Done() {
 	if !m.bar.Completed() {
 		m.bar.SetTotal(m.bar.Current(), true)
 	}
+}
+
+// ReadMeter is told how much of its input a command has read: rows and
+// bytes. Readers find it in their context (WithReadMeter), so a command's
+// progress bar measures rows and bytes, not files: one big file moves the
+// bar as it is read.
+type ReadMeter interface {
+	Add(rows, bytes int64)
+}
+
+type readMeterKey struct{}
+
+// WithReadMeter returns ctx carrying m; a nil m switches metering off (for
+// a second pass over the same input).
+func WithReadMeter(ctx context.Context, m ReadMeter) context.Context {
+	return context.WithValue(ctx, readMeterKey{}, m)
+}
+
+// FileMeter meters the reading of one input file.
+type FileMeter struct {
+	m          ReadMeter
+	size, seen int64
+}
+
+// MeterFile starts metering path for the ReadMeter in ctx (none: a no-op).
+func MeterFile(ctx context.Context, path string) *FileMeter {
+	m, _ := ctx.Value(readMeterKey{}).(ReadMeter)
+	if m == nil {
+		return &FileMeter{}
+	}
+	fm := &FileMeter{m: m}
+	if st, err := os.Stat(path); err == nil {
+		fm.size = st.Size()
+	}
+	return fm
+}
+
+// Row counts one row of n bytes (0 where a format has no per-row size,
+// e.g. Parquet). Bytes are capped at the file's size, so a decompressed
+// stream never runs the bar past its total.
+func (f *FileMeter) Row(n int64) {
+	if f.m == nil {
+		return
+	}
+	n = max(0, min(n, f.size-f.seen))
+	f.seen += n
+	f.m.Add(1, n)
+}
+
+// Done accounts the bytes the rows did not (Parquet metadata, skipped
+// lines): the whole file has been read.
+func (f *FileMeter) Done() {
+	if f.m == nil {
+		return
+	}
+	if rest := f.size - f.seen; rest > 0 {
+		f.m.Add(0, rest)
+	}
+	f.seen = f.size
+}
+
+// InputBytes totals the sizes of the regular files at paths (directories
+// walked), the total of a read progress bar.
+func InputBytes(paths []string) int64 {
+	var n int64
+	for _, p := range paths {
+		filepath.WalkDir(p, func(_ string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if info, err := d.Info(); err == nil {
+					n += info.Size()
+				}
+			}
+			return nil
+		})
+	}
+	return n
+}
+
+// progressMeter drives a Progress counted in bytes.
+type progressMeter struct{ p Progress }
+
+func (m progressMeter) Add(_, bytes int64) { m.p.Add(bytes) }
+
+// MeterProgress adapts a stage's Progress, whose total is its input bytes,
+// to a ReadMeter.
+func MeterProgress(p Progress) ReadMeter { return progressMeter{p} }
+
+// Reader returns a meter drawing one bar of rows and bytes read against
+// totalBytes, and the function that finishes it; on no terminal both do
+// nothing.
+func (b *Bars) Reader(name string, totalBytes int64) (ReadMeter, func()) {
+	if b.out == nil {
+		return nil, func() {}
+	}
+	b.once.Do(func() { b.p = mpb.New(mpb.WithOutput(b.out), mpb.WithWidth(40), mpb.WithAutoRefresh()) })
+	rb := &readBar{}
+	rb.bar = b.p.AddBar(totalBytes,
+		mpb.PrependDecorators(decor.Name(name, decor.WC{C: decor.DindentRight | decor.DextraSpace}),
+			decor.Any(func(decor.Statistics) string { return fmt.Sprintf("%d rows ", rb.rows.Load()) }),
+			decor.Counters(decor.SizeB1024(0), "% .1f / % .1f")),
+		mpb.AppendDecorators(decor.Percentage(), decor.Name(" "), decor.Elapsed(decor.ET_STYLE_GO)),
+	)
+	return rb, func() {
+		if !rb.bar.Completed() {
+			rb.bar.SetTotal(rb.bar.Current(), true)
+		}
+		b.p.Wait()
+	}
+}
+
+type readBar struct {
+	bar  *mpb.Bar
+	rows atomic.Int64
+}
+
+func (r *readBar) Add(rows, bytes int64) {
+	r.rows.Add(rows)
+	r.bar.IncrInt64(bytes)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -33,6 +34,8 @@ type StageResult struct {
 	Rows     map[string]int64 `json:"rows"`
 	Counts   map[string]int64 `json:"counts,omitempty"`
 	Manifest string           `json:"manifest"`
+	// Yield is the stage's yield check (engine.CheckYield).
+	Yield *StageYield `json:"yield,omitempty"`
 }
 
 // RunSummary is written next to the stage directories after every stage.
@@ -64,6 +67,9 @@ func (r *Runner) Run(ctx context.Context, cfg *PipelineConfig, opts RunOptions) 
 	if opts.Writer.RowGroupBytes == 0 {
 		opts.Writer = DefaultWriterOptions()
 	}
+	if err := cfg.CheckStageNames(opts.Only); err != nil {
+		return nil, err
+	}
 	work := cfg.ResolvedWorkDir()
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrIO, err)
@@ -80,14 +86,27 @@ func (r *Runner) Run(ctx context.Context, cfg *PipelineConfig, opts RunOptions) 
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
-		res, err := r.runStage(ctx, cfg, spec, opts, log)
+		res, m, err := r.runStage(ctx, cfg, spec, opts, log)
 		if err != nil {
 			return sum, fmt.Errorf("stage %s: %w", spec.Name, err)
+		}
+		// Checked on every run, a skipped stage too: an output that failed
+		// its check stays committed for inspection but never passes.
+		var y StageYield
+		ym := yieldManifest(filepath.Join(work, spec.Name), opts.Shard, m)
+		if ym != nil {
+			y = CheckYield(spec, ym)
+			if _, counted := ym.Counts[CountYieldOutput]; counted { // not in a manifest of an older version
+				res.Yield = &y
+			}
 		}
 		sum.Stages = append(sum.Stages, *res)
 		sum.Finished = time.Now().UTC()
 		if err := writeJSON(filepath.Join(work, summaryName(opts.Shard)), sum); err != nil {
 			return sum, err
+		}
+		if y.Failure != "" {
+			return sum, yieldError(spec, filepath.Join(work, spec.Name), ym, y)
 		}
 	}
 	return sum, nil
@@ -100,7 +119,7 @@ func summaryName(sh Shard) string {
 	return fmt.Sprintf("run-summary-%04d-of-%04d.json", sh.Index, sh.Count)
 }
 
-func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSpec, opts RunOptions, log *slog.Logger) (*StageResult, error) {
+func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSpec, opts RunOptions, log *slog.Logger) (*StageResult, *Manifest, error) {
 	start := time.Now()
 	work := cfg.ResolvedWorkDir()
 	dir := filepath.Join(work, spec.Name)
@@ -109,7 +128,7 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 
 	want, inputs, err := expectedManifest(cfg, spec, sh, opts.Writer)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mpath := filepath.Join(dir, ManifestName(sh))
 	res := &StageResult{Name: spec.Name, Type: spec.Type, Manifest: mpath}
@@ -119,7 +138,7 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 	// lives outside the stage directory so stage directories hold only data.
 	unlock, err := partlock.Lock(ctx, filepath.Join(work, ".locks", spec.Name), ManifestName(sh))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrIO, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrIO, err)
 	}
 	defer unlock()
 
@@ -128,7 +147,7 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 		if why == "" {
 			log.Info("stage up to date, skipped", "manifest", mpath)
 			res.Status, res.Rows, res.Counts = "skipped", rowsByKind(have), have.Counts
-			return res, nil
+			return res, have, nil
 		}
 		log.Debug("stage must run", "why", why)
 	}
@@ -136,11 +155,11 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 	// Anything this shard part left before (a stale manifest, shards of a
 	// killed run, temp files) goes first: a stage's output is all-or-nothing.
 	if err := clearPart(dir, sh); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stage, err := r.Registry.Build(spec.Type, cfg.StageConfig(spec))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sc := &StageContext{Name: spec.Name, Type: spec.Type, Dir: dir, Shard: sh, Log: log,
 		inputs: inputs.shards, writerOp: opts.Writer, prefix: partPrefix(sh), progress: opts.Progress}
@@ -150,13 +169,13 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 		for _, a := range sc.aborts {
 			a()
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	var shards []ShardInfo
 	for _, w := range sc.writers {
 		infos, err := w.Close()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		shards = append(shards, infos...)
 	}
@@ -166,13 +185,28 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 		want.Shards = []ShardInfo{}
 	}
 	want.Counts = sc.counts
+	if want.Counts == nil {
+		want.Counts = map[string]int64{}
+	}
+	written := map[string]int64{}
+	for _, k := range sc.writerKinds {
+		written[k] += 0
+	}
+	for _, s := range shards {
+		written[s.Kind] += s.Rows
+	}
+	passedOn := int64(-1)
+	if sc.passedOnSet {
+		passedOn = sc.passedOn
+	}
+	want.Counts[CountYieldInput], want.Counts[CountYieldOutput], want.Counts[CountYieldRejected] = yieldCounts(sc.readRows(), written, passedOn)
 	if err := WriteManifest(dir, ManifestName(sh), want); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.Status, res.Rows, res.Counts = "ran", rowsByKind(want), want.Counts
 	res.Seconds = time.Since(start).Seconds()
-	log.Info("stage committed", "seconds", fmt.Sprintf("%.2f", res.Seconds), "rows", res.Rows, "counts", res.Counts)
-	return res, nil
+	log.Info("stage committed", "seconds", math.Round(res.Seconds*1000)/1000, "rows", res.Rows, "counts", res.Counts)
+	return res, want, nil
 }
 
 type stageInputs struct {

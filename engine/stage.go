@@ -172,10 +172,45 @@ type StageContext struct {
 	writers []interface{ Close() ([]ShardInfo, error) }
 	aborts  []func()
 	counts  map[string]int64
+	// For the yield check: the input kinds the stage asked for ("" = all),
+	// the kinds it opened writers for, and its own count of rows passed on.
+	readKinds   map[string]bool
+	writerKinds []string
+	passedOn    int64
+	passedOnSet bool
+}
+
+// PassedOn tells the runner's yield check how many input rows the stage
+// passed on, where its main output's row count is not that number (the
+// packer writes rows of several samples; admit copies the parents through
+// next to the admitted candidates).
+func (sc *StageContext) PassedOn(n int64) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.passedOn, sc.passedOnSet = n, true
+}
+
+// readRows totals the upstream rows of the kinds the stage asked for.
+func (sc *StageContext) readRows() int64 {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	var n int64
+	for _, in := range sc.inputs {
+		if sc.readKinds[""] || sc.readKinds[in.Kind] {
+			n += in.Rows
+		}
+	}
+	return n
 }
 
 // Inputs returns the upstream shards of a kind ("" for all), in order.
 func (sc *StageContext) Inputs(kind string) []InputShard {
+	sc.mu.Lock()
+	if sc.readKinds == nil {
+		sc.readKinds = map[string]bool{}
+	}
+	sc.readKinds[kind] = true
+	sc.mu.Unlock()
 	var out []InputShard
 	for _, in := range sc.inputs {
 		if kind == "" || in.Kind == kind {
@@ -232,6 +267,7 @@ func StageWriter[T any](sc *StageContext, kind string) (*ShardWriter[T], error) 
 	}
 	sc.mu.Lock()
 	sc.writers = append(sc.writers, w)
+	sc.writerKinds = append(sc.writerKinds, kind)
 	sc.aborts = append(sc.aborts, w.Abort)
 	sc.mu.Unlock()
 	return w, nil

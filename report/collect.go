@@ -132,8 +132,8 @@ func (r *Report) collectRejections(ctx context.Context, stages []stageOut) error
 	return nil
 }
 
-// collectItems computes per-operator yield over every items stage, and
-// coverage and text lengths of the last one.
+// collectItems computes the three item figures: per-operator yield over
+// every items stage, and the coverage and text lengths of the last one.
 func (r *Report) collectItems(ctx context.Context, stages []stageOut) error {
 	last := -1
 	for i, so := range stages {
@@ -145,48 +145,104 @@ func (r *Report) collectItems(ctx context.Context, stages []stageOut) error {
 		r.Notes = append(r.Notes, "no stage wrote items: coverage, operator yield and lengths are empty")
 		return nil
 	}
-	type opSeen struct {
-		stage string
-		n     int64
+	var err error
+	if r.Operators, err = operatorYields(ctx, stages, last); err != nil {
+		return err
 	}
-	first := map[string]opSeen{}
-	var kept map[string]int64
-	for i, so := range stages[:last+1] {
-		ops := map[string]int64{}
-		var err error
-		if i == last {
-			err = r.scanLastItems(ctx, so, ops)
-		} else {
-			for _, p := range stageItemShards(so) {
-				if err = scanRows(ctx, p, func(rows []itemKeys) error {
-					for _, it := range rows {
-						ops[operatorKey(it)]++
+	if r.Coverage, err = coverageOf(ctx, stages[last]); err != nil {
+		return err
+	}
+	r.Lengths, err = lengthsOf(ctx, stages[last])
+	return err
+}
+
+// yieldRow projects the admit stage's per-operator yield rows (gates.YieldRow).
+type yieldRow struct {
+	Operator   string `arrow:"operator"`
+	Route      string `arrow:"route"`
+	Candidates int64  `arrow:"candidates"`
+	Admitted   int64  `arrow:"admitted"`
+}
+
+// operatorYields is the per-operator yield table. Where a stage wrote
+// per-operator "yield" shards (admit), an operator's candidates and
+// admitted counts are that stage's rows, so the table says what those
+// shards say; other operators (the seeds) count from the first items stage
+// that held them. Kept is the operator's items in the last items stage and
+// Yield is Kept / Produced.
+func operatorYields(ctx context.Context, stages []stageOut, last int) ([]OperatorYield, error) {
+	ops := map[string]*OperatorYield{}
+	for _, so := range stages {
+		for _, p := range so.out.Shards("yield") {
+			err := scanRows(ctx, p, func(rows []yieldRow) error {
+				for _, y := range rows {
+					if y.Operator == "*" {
+						continue // the all-operators total
 					}
-					return nil
-				}); err != nil {
-					break
+					op := operatorKey(itemKeys{Operator: y.Operator, Route: y.Route})
+					o := ops[op]
+					if o == nil {
+						o = &OperatorYield{Operator: op, FirstStage: so.name, AdmitStage: so.name}
+						ops[op] = o
+					}
+					o.Produced += y.Candidates
+					o.Admitted += y.Admitted
 				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
 			}
 		}
+	}
+	fromYield := map[string]bool{}
+	for op := range ops {
+		fromYield[op] = true
+	}
+	for i, so := range stages[:last+1] {
+		counts, err := operatorCounts(ctx, so)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for op, n := range ops {
-			if _, ok := first[op]; !ok {
-				first[op] = opSeen{so.name, n}
+		for op, n := range counts {
+			if _, ok := ops[op]; !ok {
+				ops[op] = &OperatorYield{Operator: op, FirstStage: so.name, Produced: n}
 			}
 		}
-		kept = ops
-	}
-	for op, f := range first {
-		y := OperatorYield{Operator: op, FirstStage: f.stage, Produced: f.n, Kept: kept[op]}
-		if f.n > 0 {
-			y.Yield = float64(y.Kept) / float64(f.n)
+		if i == last {
+			for op, o := range ops {
+				o.KeptStage, o.Kept = so.name, counts[op]
+			}
 		}
-		r.Operators = append(r.Operators, y)
 	}
-	sort.Slice(r.Operators, func(i, j int) bool { return r.Operators[i].Operator < r.Operators[j].Operator })
-	return nil
+	out := make([]OperatorYield, 0, len(ops))
+	for _, o := range ops {
+		if o.Produced > 0 {
+			o.Yield = float64(o.Kept) / float64(o.Produced)
+			if fromYield[o.Operator] {
+				o.AdmitYield = float64(o.Admitted) / float64(o.Produced)
+			}
+		}
+		out = append(out, *o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Operator < out[j].Operator })
+	return out, nil
+}
+
+// operatorCounts counts a stage's items (all item kinds) per operator.
+func operatorCounts(ctx context.Context, so stageOut) (map[string]int64, error) {
+	ops := map[string]int64{}
+	for _, p := range stageItemShards(so) {
+		if err := scanRows(ctx, p, func(rows []itemKeys) error {
+			for _, it := range rows {
+				ops[operatorKey(it)]++
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return ops, nil
 }
 
 func operatorKey(it itemKeys) string {
@@ -199,19 +255,38 @@ func operatorKey(it itemKeys) string {
 	return "(" + it.Route + ")"
 }
 
-func (r *Report) scanLastItems(ctx context.Context, so stageOut, ops map[string]int64) error {
+// coverageOf counts a stage's items by domain, family, route and difficulty.
+func coverageOf(ctx context.Context, so stageOut) (*Coverage, error) {
 	dom, fam, route := map[string]int64{}, map[string]int64{}, map[string]int64{}
-	var diffs, instr, ref []float64
+	var diffs []float64
+	for _, p := range stageItemShards(so) {
+		err := scanRows(ctx, p, func(rows []itemKeys) error {
+			for _, it := range rows {
+				dom[orDash(it.Domain)]++
+				fam[orDash(it.Domain)+"/"+orDash(it.Family)]++
+				route[orDash(it.Route)]++
+				diffs = append(diffs, it.Difficulty)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	n := int64(len(diffs))
+	return &Coverage{Stage: so.name, Items: n, Domain: shares(dom, n), Family: shares(fam, n),
+		Route: shares(route, n), Difficulty: difficultyShares(diffs)}, nil
+}
+
+// lengthsOf is the distribution of a stage's instruction and reference
+// lengths (bytes), overall and per domain.
+func lengthsOf(ctx context.Context, so stageOut) (*ItemLengths, error) {
+	var instr, ref []float64
 	type dl struct{ instr, ref []float64 }
 	byDomain := map[string]*dl{}
 	for _, p := range stageItemShards(so) {
 		err := scanRows(ctx, p, func(rows []itemText) error {
 			for _, it := range rows {
-				ops[operatorKey(itemKeys{Route: it.Route, Operator: it.Operator})]++
-				dom[orDash(it.Domain)]++
-				fam[orDash(it.Domain)+"/"+orDash(it.Family)]++
-				route[orDash(it.Route)]++
-				diffs = append(diffs, it.Difficulty)
 				li, lr := float64(len(it.Instruction)), float64(len(it.Reference))
 				instr, ref = append(instr, li), append(ref, lr)
 				d := byDomain[orDash(it.Domain)]
@@ -224,19 +299,16 @@ func (r *Report) scanLastItems(ctx context.Context, so stageOut, ops map[string]
 			return nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	n := int64(len(instr))
-	r.Coverage = &Coverage{Stage: so.name, Items: n, Domain: shares(dom, n), Family: shares(fam, n),
-		Route: shares(route, n), Difficulty: difficultyShares(diffs)}
-	r.Lengths = &ItemLengths{Stage: so.name, Instruction: distOf(instr, 20), Reference: distOf(ref, 20)}
+	l := &ItemLengths{Stage: so.name, Instruction: distOf(instr, 20), Reference: distOf(ref, 20)}
 	for d, v := range byDomain {
-		r.Lengths.ByDomain = append(r.Lengths.ByDomain, DomainLn{Domain: d, Items: int64(len(v.instr)),
+		l.ByDomain = append(l.ByDomain, DomainLn{Domain: d, Items: int64(len(v.instr)),
 			InstructionMedian: quantile(sorted(v.instr), 0.5), ReferenceMedian: quantile(sorted(v.ref), 0.5)})
 	}
-	sort.Slice(r.Lengths.ByDomain, func(i, j int) bool { return r.Lengths.ByDomain[i].Domain < r.Lengths.ByDomain[j].Domain })
-	return nil
+	sort.Slice(l.ByDomain, func(i, j int) bool { return l.ByDomain[i].Domain < l.ByDomain[j].Domain })
+	return l, nil
 }
 
 // difficultyShares buckets difficulties into ten equal-width bins between
@@ -257,9 +329,25 @@ func difficultyShares(v []float64) []Share {
 	return out
 }
 
+// collectEvidence computes the two evidence figures.
 func (r *Report) collectEvidence(ctx context.Context, stages []stageOut) error {
-	type tk struct{ verifier, name, version string }
-	tools := map[tk]int64{}
+	var err error
+	if r.Verdicts, err = verdictsOf(ctx, stages); err != nil {
+		return err
+	}
+	if r.Toolchain, err = toolchainOf(ctx, stages); err != nil {
+		return err
+	}
+	if len(r.Verdicts) == 0 {
+		r.Notes = append(r.Notes, "no stage wrote evidence: verdict and toolchain sections are empty")
+	}
+	return nil
+}
+
+// verdictsOf counts the verdicts per stage and verifier, candidate
+// failures and infrastructure faults apart.
+func verdictsOf(ctx context.Context, stages []stageOut) ([]VerifierStats, error) {
+	var out []VerifierStats
 	for _, so := range stages {
 		byVer := map[string]*VerifierStats{}
 		for _, p := range so.out.Shards("evidence") {
@@ -268,7 +356,7 @@ func (r *Report) collectEvidence(ctx context.Context, stages []stageOut) error {
 					v := orDash(e.Provenance.Verifier)
 					vs := byVer[v]
 					if vs == nil {
-						vs = &VerifierStats{Stage: so.name, Verifier: v, CandidateFailures: map[string]int64{}, InfraFaults: map[string]int64{}}
+						vs = &VerifierStats{Stage: so.name, Verifier: v, Subject: subjectOf(so.typ()), CandidateFailures: map[string]int64{}, InfraFaults: map[string]int64{}}
 						byVer[v] = vs
 					}
 					vs.Total++
@@ -288,14 +376,11 @@ func (r *Report) collectEvidence(ctx context.Context, stages []stageOut) error {
 					default:
 						vs.CandidateFailures[e.FailureStage]++
 					}
-					for _, t := range e.Provenance.Toolchain {
-						tools[tk{v, t.Name, t.Version}]++
-					}
 				}
 				return nil
 			})
 			if err != nil {
-				return err
+				return nil, err
 			}
 		}
 		var names []string
@@ -307,14 +392,38 @@ func (r *Report) collectEvidence(ctx context.Context, stages []stageOut) error {
 			vs := byVer[v]
 			vs.PassRate = float64(vs.Pass) / float64(vs.Total)
 			vs.InfraRate = float64(vs.InfraTotal) / float64(vs.Total)
-			r.Verdicts = append(r.Verdicts, *vs)
+			out = append(out, *vs)
 		}
 	}
-	for k, n := range tools {
-		r.Toolchain = append(r.Toolchain, ToolVersion{Verifier: k.verifier, Name: k.name, Version: k.version, Verdicts: n})
+	return out, nil
+}
+
+// toolchainOf counts the verdicts per verifier and toolchain component
+// version recorded in evidence provenance.
+func toolchainOf(ctx context.Context, stages []stageOut) ([]ToolVersion, error) {
+	type tk struct{ verifier, name, version string }
+	tools := map[tk]int64{}
+	for _, so := range stages {
+		for _, p := range so.out.Shards("evidence") {
+			err := scanRows(ctx, p, func(rows []evidenceRow) error {
+				for _, e := range rows {
+					for _, t := range e.Provenance.Toolchain {
+						tools[tk{orDash(e.Provenance.Verifier), t.Name, t.Version}]++
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
 	}
-	sort.Slice(r.Toolchain, func(i, j int) bool {
-		a, b := r.Toolchain[i], r.Toolchain[j]
+	var out []ToolVersion
+	for k, n := range tools {
+		out = append(out, ToolVersion{Verifier: k.verifier, Name: k.name, Version: k.version, Verdicts: n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
 		if a.Verifier != b.Verifier {
 			return a.Verifier < b.Verifier
 		}
@@ -323,10 +432,7 @@ func (r *Report) collectEvidence(ctx context.Context, stages []stageOut) error {
 		}
 		return a.Version < b.Version
 	})
-	if len(r.Verdicts) == 0 {
-		r.Notes = append(r.Notes, "no stage wrote evidence: verdict and toolchain sections are empty")
-	}
-	return nil
+	return out, nil
 }
 
 func shares(m map[string]int64, total int64) []Share {

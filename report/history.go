@@ -16,27 +16,32 @@ import (
 // is a folder of Parquet files, one per run, so an append is one atomic
 // file commit and any SQL engine reads the folder as one table, e.g.
 //
-//	SELECT finished, final_items, pass_rate FROM read_parquet('history/*.parquet') ORDER BY finished
+//	SELECT finished, final_items, reference_pass_rate FROM read_parquet('history/*.parquet') ORDER BY finished
 type HistoryRow struct {
-	RunID         string         `arrow:"run_id"`
-	Pipeline      string         `arrow:"pipeline"`
-	WorkDir       string         `arrow:"work_dir"`
-	Started       time.Time      `arrow:"started"`
-	Finished      time.Time      `arrow:"finished"`
-	GeneratedAt   time.Time      `arrow:"generated_at"`
-	ConfigHash    string         `arrow:"config_hash"`
-	Seconds       float64        `arrow:"seconds"`        // wall time of the stages this run executed
-	Seeds         int64          `arrow:"seeds"`          // rows of the first funnel step
-	FinalItems    int64          `arrow:"final_items"`    // items of the coverage stage
-	Rejections    int64          `arrow:"rejections"`     // rejection rows over all stages
-	Verdicts      int64          `arrow:"verdicts"`       // evidence rows over all stages
-	PassRate      float64        `arrow:"pass_rate"`      // over all verdicts
-	InfraFaults   int64          `arrow:"infra_faults"`   // verdicts with an infrastructure failure stage
-	PackedSamples int64          `arrow:"packed_samples"` // 0 without a pack stage
-	PackedRows    int64          `arrow:"packed_rows"`
-	TokensPacked  int64          `arrow:"tokens_packed"`
-	FillRatio     float64        `arrow:"fill_ratio"`
-	Stages        []HistoryStage `arrow:"stages"`
+	RunID       string    `arrow:"run_id"`
+	Pipeline    string    `arrow:"pipeline"`
+	WorkDir     string    `arrow:"work_dir"`
+	Started     time.Time `arrow:"started"`
+	Finished    time.Time `arrow:"finished"`
+	GeneratedAt time.Time `arrow:"generated_at"`
+	ConfigHash  string    `arrow:"config_hash"`
+	Seconds     float64   `arrow:"seconds"`     // wall time of the stages this run executed
+	Seeds       int64     `arrow:"seeds"`       // rows of the first funnel step
+	FinalItems  int64     `arrow:"final_items"` // items of the coverage stage
+	Rejections  int64     `arrow:"rejections"`  // rejection rows over all stages
+	Verdicts    int64     `arrow:"verdicts"`    // evidence rows over all stages
+	// Pass rates by subject (VerifierStats.Subject): reference self-checks
+	// and model rollouts are different questions and never averaged.
+	ReferenceVerdicts int64          `arrow:"reference_verdicts"`
+	ReferencePassRate float64        `arrow:"reference_pass_rate"`
+	RolloutVerdicts   int64          `arrow:"rollout_verdicts"`
+	RolloutPassRate   float64        `arrow:"rollout_pass_rate"`
+	InfraFaults       int64          `arrow:"infra_faults"`   // verdicts with an infrastructure failure stage
+	PackedSamples     int64          `arrow:"packed_samples"` // 0 without a pack stage
+	PackedRows        int64          `arrow:"packed_rows"`
+	TokensPacked      int64          `arrow:"tokens_packed"`
+	FillRatio         float64        `arrow:"fill_ratio"`
+	Stages            []HistoryStage `arrow:"stages"`
 }
 
 // HistoryStage is one stage's figures inside a history row.
@@ -68,14 +73,11 @@ func HistoryOf(r *Report) HistoryRow {
 	for _, x := range r.Rejections {
 		h.Rejections += x.Count
 	}
-	var pass int64
+	h.ReferenceVerdicts, h.ReferencePassRate = passRate(r.Verdicts, SubjectReference)
+	h.RolloutVerdicts, h.RolloutPassRate = passRate(r.Verdicts, SubjectRollout)
 	for _, v := range r.Verdicts {
 		h.Verdicts += v.Total
-		pass += v.Pass
 		h.InfraFaults += v.InfraTotal
-	}
-	if h.Verdicts > 0 {
-		h.PassRate = float64(pass) / float64(h.Verdicts)
 	}
 	if p := r.Packing; p != nil {
 		h.PackedSamples, h.PackedRows, h.TokensPacked, h.FillRatio = p.Packed, p.Rows, p.TokensPacked, p.FillRatio
@@ -96,7 +98,8 @@ func runID(r *Report) string {
 	if name == "" {
 		name = "pipeline"
 	}
-	return fmt.Sprintf("%s-%s-%s", name, r.Started.UTC().Format("20060102T150405Z"), engine.HashString(r.WorkDir)[:8])
+	// Nanoseconds: two runs started in the same second are two rows.
+	return fmt.Sprintf("%s-%s-%s", name, r.Started.UTC().Format("20060102T150405.000000000Z"), engine.HashString(r.WorkDir)[:8])
 }
 
 // AppendHistory writes the run's row as dir/<run_id>-00000.parquet.
@@ -146,10 +149,43 @@ func trend(dir string, r *Report, n int) ([]TrendPoint, error) {
 			continue
 		}
 		out = append(out, TrendPoint{RunID: h.RunID, Started: h.Started, FinalItems: h.FinalItems,
-			Rejections: h.Rejections, Verdicts: h.Verdicts, PassRate: h.PassRate, Seconds: h.Seconds})
+			Rejections: h.Rejections, Verdicts: h.Verdicts, ReferenceVerdicts: h.ReferenceVerdicts, ReferencePassRate: h.ReferencePassRate,
+			RolloutVerdicts: h.RolloutVerdicts, RolloutPassRate: h.RolloutPassRate, Seconds: h.Seconds})
 	}
 	if len(out) > n {
 		out = out[len(out)-n:]
 	}
 	return out, nil
+}
+
+// Subjects of verdicts (VerifierStats.Subject).
+const (
+	SubjectReference = "reference"
+	SubjectRollout   = "rollout"
+	SubjectCandidate = "candidate"
+)
+
+// subjectOf says what a stage type's evidence judges.
+func subjectOf(stageType string) string {
+	switch stageType {
+	case "verify_rtl", "verify_kernel":
+		return SubjectReference
+	case "select":
+		return SubjectRollout
+	}
+	return SubjectCandidate
+}
+
+// passRate is the verdicts and pass rate over the verifiers of one subject.
+func passRate(vs []VerifierStats, subject string) (int64, float64) {
+	var total, pass int64
+	for _, v := range vs {
+		if v.Subject == subject {
+			total, pass = total+v.Total, pass+v.Pass
+		}
+	}
+	if total == 0 {
+		return 0, 0
+	}
+	return total, float64(pass) / float64(total)
 }

@@ -84,9 +84,10 @@ img.plot{max-width:100%;display:block;margin:8px 0} .muted{color:#777} code{font
 {{else}}<tr><td colspan="4" class="muted">no rejection rows</td></tr>{{end}}</table></section>
 
 <section id="operators"><h2>Per-operator yield</h2>
-<table><tr><th>operator</th><th>first seen in</th><th class="n">produced</th><th class="n">kept at the end</th><th class="n">yield</th></tr>
-{{range .R.Operators}}<tr><td>{{.Operator}}</td><td>{{.FirstStage}}</td><td class="n">{{.Produced}}</td><td class="n">{{.Kept}}</td><td class="n">{{pct .Yield}}</td></tr>
-{{else}}<tr><td colspan="5" class="muted">no items</td></tr>{{end}}</table></section>
+<p class="muted">Candidates and admitted come from the admit stage's per-operator yield shards (seeds: their first items stage); kept counts the operator's items in the last items stage.</p>
+<table><tr><th>operator</th><th>counted in</th><th class="n">candidates / produced</th><th class="n">admitted</th><th class="n">admit yield</th><th>kept in</th><th class="n">kept</th><th class="n">kept / produced</th></tr>
+{{range .R.Operators}}<tr><td>{{.Operator}}</td><td>{{.FirstStage}}</td><td class="n">{{.Produced}}</td>{{if .AdmitStage}}<td class="n">{{.Admitted}}</td><td class="n">{{pct .AdmitYield}}</td>{{else}}<td class="muted">-</td><td class="muted">-</td>{{end}}<td>{{.KeptStage}}</td><td class="n">{{.Kept}}</td><td class="n">{{pct .Yield}}</td></tr>
+{{else}}<tr><td colspan="8" class="muted">no items</td></tr>{{end}}</table></section>
 
 <section id="coverage"><h2>Coverage</h2>
 {{with .R.Coverage}}<p>{{.Items}} items in stage <b>{{.Stage}}</b> (the last stage that wrote items).</p>
@@ -101,9 +102,9 @@ img.plot{max-width:100%;display:block;margin:8px 0} .muted{color:#777} code{font
 
 <section id="verdicts"><h2>Verdicts per verifier</h2>
 {{with index .Figs "verdicts"}}{{.Img}}{{end}}
-<table><tr><th>stage</th><th>verifier</th><th class="n">verdicts</th><th class="n">pass</th><th class="n">fail</th><th class="n">unjudged</th><th class="n">pass rate</th><th>candidate failure stages</th><th class="n">infra faults</th><th>infra fault stages</th></tr>
-{{range .R.Verdicts}}<tr><td>{{.Stage}}</td><td>{{.Verifier}}</td><td class="n">{{.Total}}</td><td class="n">{{.Pass}}</td><td class="n">{{.Fail}}</td><td class="n">{{.Unjudged}}</td><td class="n">{{pct .PassRate}}</td><td>{{kv .CandidateFailures}}</td><td class="n">{{.InfraTotal}}</td><td>{{kv .InfraFaults}}</td></tr>
-{{else}}<tr><td colspan="10" class="muted">no evidence rows</td></tr>{{end}}</table></section>
+<table><tr><th>stage</th><th>verifier</th><th>judges</th><th class="n">verdicts</th><th class="n">pass</th><th class="n">fail</th><th class="n">unjudged</th><th class="n">pass rate</th><th>candidate failure stages</th><th class="n">infra faults</th><th>infra fault stages</th></tr>
+{{range .R.Verdicts}}<tr><td>{{.Stage}}</td><td>{{.Verifier}}</td><td>{{.Subject}}</td><td class="n">{{.Total}}</td><td class="n">{{.Pass}}</td><td class="n">{{.Fail}}</td><td class="n">{{.Unjudged}}</td><td class="n">{{pct .PassRate}}</td><td>{{kv .CandidateFailures}}</td><td class="n">{{.InfraTotal}}</td><td>{{kv .InfraFaults}}</td></tr>
+{{else}}<tr><td colspan="11" class="muted">no evidence rows</td></tr>{{end}}</table></section>
 
 <section id="lengths"><h2>Lengths</h2>
 {{with .R.Lengths}}<p>Text lengths (bytes) of the items in stage <b>{{.Stage}}</b>.</p>
@@ -130,15 +131,15 @@ img.plot{max-width:100%;display:block;margin:8px 0} .muted{color:#777} code{font
 </section>
 
 <section id="trend"><h2>Trend</h2>
-{{if .R.Trend}}<div class="grid">{{with index .Figs "trend-items"}}{{.Img}}{{end}}{{with index .Figs "trend-pass"}}{{.Img}}{{end}}</div>
-<table><tr><th>run</th><th>started</th><th class="n">final items</th><th class="n">rejections</th><th class="n">pass rate</th><th class="n">seconds</th></tr>
-{{range .R.Trend}}<tr><td><code>{{.RunID}}</code></td><td>{{ts .Started}}</td><td class="n">{{.FinalItems}}</td><td class="n">{{.Rejections}}</td><td class="n">{{pct .PassRate}}</td><td class="n">{{f1 .Seconds}}</td></tr>
+{{if .R.Trend}}<div class="grid">{{with index .Figs "trend-items"}}{{.Img}}{{end}}{{with index .Figs "trend-pass"}}{{.Img}}{{end}}{{with index .Figs "trend-rollout"}}{{.Img}}{{end}}</div>
+<table><tr><th>run</th><th>started</th><th class="n">final items</th><th class="n">rejections</th><th class="n">reference pass rate</th><th class="n">rollout pass rate</th><th class="n">seconds</th></tr>
+{{range .R.Trend}}<tr><td><code>{{.RunID}}</code></td><td>{{ts .Started}}</td><td class="n">{{.FinalItems}}</td><td class="n">{{.Rejections}}</td><td class="n">{{if .ReferenceVerdicts}}{{pct .ReferencePassRate}}{{else}}-{{end}}</td><td class="n">{{if .RolloutVerdicts}}{{pct .RolloutPassRate}}{{else}}-{{end}}</td><td class="n">{{f1 .Seconds}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">history is off for this report</p>{{end}}</section>
 
 <section id="stages"><h2>Time and throughput per stage</h2>
 {{with index .Figs "stage-time"}}{{.Img}}{{end}}
-<table><tr><th>stage</th><th>type</th><th>status</th><th class="n">seconds</th><th class="n">input rows</th><th>output rows</th><th class="n">rows/s</th><th class="n">shards</th><th class="n">bytes</th><th>counters</th></tr>
-{{range .R.Stages}}<tr><td>{{.Name}}</td><td>{{.Type}}</td><td>{{.Status}}</td><td class="n">{{f2 .Seconds}}</td><td class="n">{{.InputRows}}</td><td>{{kv .Rows}}</td><td class="n">{{f1 .RowsPerSecond}}</td><td class="n">{{.Shards}}</td><td class="n">{{.Bytes}}</td><td>{{kv .Counts}}</td></tr>
+<table><tr><th>stage</th><th>type</th><th>status</th><th class="n">seconds</th><th class="n">input rows</th><th>output rows</th><th class="n">rows/s</th><th class="n">shards</th><th class="n">bytes</th><th class="n">rejected share</th><th class="n">max_reject_fraction</th><th>yield check</th><th>counters</th></tr>
+{{range .R.Stages}}<tr><td>{{.Name}}</td><td>{{.Type}}</td><td>{{.Status}}</td><td class="n">{{f2 .Seconds}}</td><td class="n">{{.InputRows}}</td><td>{{kv .Rows}}</td><td class="n">{{f1 .RowsPerSecond}}</td><td class="n">{{.Shards}}</td><td class="n">{{.Bytes}}</td>{{with .Yield}}<td class="n">{{pct .RejectFraction}}</td><td class="n">{{with .MaxRejectFraction}}{{pct .}}{{else}}none{{end}}</td><td>{{if .Failure}}<b>FAILED</b>: {{.Failure}}{{else}}ok{{end}}</td>{{else}}<td></td><td></td><td class="muted">not checked this run</td>{{end}}<td>{{kv .Counts}}</td></tr>
 {{end}}</table></section>
 
 <section id="toolchain"><h2>Toolchain versions</h2>

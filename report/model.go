@@ -15,7 +15,11 @@
 //	scripts/report-screenshot.sh WORKDIR [OUT.png]   # headless Chromium
 package report
 
-import "time"
+import (
+	"time"
+
+	"github.com/crucible-data/crucible/engine"
+)
 
 // SchemaVersion is bumped when report.json's layout changes incompatibly.
 const SchemaVersion = 1
@@ -72,6 +76,10 @@ type StageReport struct {
 	// RowsPerSecond is output rows (all kinds) per second of this run; zero
 	// for a skipped stage, whose time was spent in an earlier run.
 	RowsPerSecond float64 `json:"rows_per_second"`
+	// Yield is the runner's yield check of this run (rows in, passed on,
+	// rejected, the max_reject_fraction applied and a failure if any); nil
+	// for a stage this run did not reach.
+	Yield *engine.StageYield `json:"yield,omitempty"`
 }
 
 // FunnelStep is one bar of the funnel: rows surviving a stage.
@@ -90,13 +98,20 @@ type RejectionCount struct {
 	Count  int64  `json:"count"`
 }
 
-// OperatorYield follows the items an evolution operator produced: how many
-// the first stage that had any of them held, and how many the last items
-// stage kept.
+// OperatorYield follows the items an evolution operator produced. Where a
+// stage wrote per-operator yield shards (admit), Produced and Admitted are
+// their candidates and admitted counts and AdmitYield = Admitted / Produced,
+// exactly the shards' figures; otherwise Produced is the operator's items in
+// the first items stage that had any (FirstStage). Kept is its items in the
+// last items stage (KeptStage), Yield = Kept / Produced.
 type OperatorYield struct {
 	Operator   string  `json:"operator"`
 	FirstStage string  `json:"first_stage"`
 	Produced   int64   `json:"produced"`
+	AdmitStage string  `json:"admit_stage,omitempty"`
+	Admitted   int64   `json:"admitted"`
+	AdmitYield float64 `json:"admit_yield"`
+	KeptStage  string  `json:"kept_stage"`
 	Kept       int64   `json:"kept"`
 	Yield      float64 `json:"yield"`
 }
@@ -122,6 +137,11 @@ type Share struct {
 type VerifierStats struct {
 	Stage    string `json:"stage"`
 	Verifier string `json:"verifier"` // provenance.verifier
+	// Subject is what was judged: "reference" (a verify stage checking
+	// each item's reference against its own harness), "rollout" (a select
+	// stage judging model responses) or "candidate" (anything else). Pass
+	// rates of different subjects are never added up.
+	Subject  string `json:"subject"`
 	Total    int64  `json:"total"`
 	Pass     int64  `json:"pass"`
 	Fail     int64  `json:"fail"`
@@ -207,13 +227,18 @@ type DomainDrop struct {
 	DroppedShare  float64 `json:"dropped_share"`
 }
 
-// TrendPoint is one earlier (or this) run's headline numbers.
+// TrendPoint is one earlier (or this) run's headline numbers. Pass rates
+// are kept apart by what was judged: references checked against their own
+// harness, and model rollouts.
 type TrendPoint struct {
-	RunID      string    `json:"run_id"`
-	Started    time.Time `json:"started"`
-	FinalItems int64     `json:"final_items"`
-	Rejections int64     `json:"rejections"`
-	Verdicts   int64     `json:"verdicts"`
-	PassRate   float64   `json:"pass_rate"`
-	Seconds    float64   `json:"seconds"`
+	RunID             string    `json:"run_id"`
+	Started           time.Time `json:"started"`
+	FinalItems        int64     `json:"final_items"`
+	Rejections        int64     `json:"rejections"`
+	Verdicts          int64     `json:"verdicts"`
+	ReferenceVerdicts int64     `json:"reference_verdicts"`
+	ReferencePassRate float64   `json:"reference_pass_rate"`
+	RolloutVerdicts   int64     `json:"rollout_verdicts"`
+	RolloutPassRate   float64   `json:"rollout_pass_rate"`
+	Seconds           float64   `json:"seconds"`
 }

@@ -234,20 +234,32 @@ func figures(r *Report) ([]Figure, error) {
 		}
 	}
 	if len(r.Trend) >= 2 {
-		items, rates := make(plotter.XYs, len(r.Trend)), make(plotter.XYs, len(r.Trend))
-		judged := false
+		items := make(plotter.XYs, len(r.Trend))
+		var refRates, rollRates plotter.XYs
 		for i, tp := range r.Trend {
 			items[i] = plotter.XY{X: float64(i + 1), Y: float64(tp.FinalItems)}
-			rates[i] = plotter.XY{X: float64(i + 1), Y: 100 * tp.PassRate}
-			judged = judged || tp.Verdicts > 0
+			if tp.ReferenceVerdicts > 0 {
+				refRates = append(refRates, plotter.XY{X: float64(i + 1), Y: 100 * tp.ReferencePassRate})
+			}
+			if tp.RolloutVerdicts > 0 {
+				rollRates = append(rollRates, plotter.XY{X: float64(i + 1), Y: 100 * tp.RolloutPassRate})
+			}
 		}
 		p, err := trendPlot(fmt.Sprintf("Final items, last %d runs", len(r.Trend)), "items", items)
 		if err := add("trend-items", "Final items per run", p, 2.5*vg.Inch, err); err != nil {
 			return nil, err
 		}
-		if judged { // a pipeline without verifiers has no pass rate to follow
-			p, err = trendPlot(fmt.Sprintf("Pass rate, last %d runs", len(r.Trend)), "% of verdicts", rates)
-			if err := add("trend-pass", "Pass rate per run", p, 2.5*vg.Inch, err); err != nil {
+		// Reference self-checks and rollouts are different questions: one
+		// plot each, never a mixed rate.
+		if len(refRates) > 0 {
+			p, err = trendPlot(fmt.Sprintf("Reference self-check pass rate, last %d runs", len(r.Trend)), "% of reference verdicts", refRates)
+			if err := add("trend-pass", "Reference pass rate per run", p, 2.5*vg.Inch, err); err != nil {
+				return nil, err
+			}
+		}
+		if len(rollRates) > 0 {
+			p, err = trendPlot(fmt.Sprintf("Rollout pass rate, last %d runs", len(r.Trend)), "% of rollout verdicts", rollRates)
+			if err := add("trend-rollout", "Rollout pass rate per run", p, 2.5*vg.Inch, err); err != nil {
 				return nil, err
 			}
 		}
@@ -287,17 +299,39 @@ func trendPlot(title, ylabel string, xy plotter.XYs) (*plot.Plot, error) {
 }
 
 // plainTicks labels ticks as plainly as the values allow ("25", not
-// "25.00"): the axes count rows, tokens and seconds.
+// "25.00"): the axes count rows, tokens and seconds. It labels every major
+// tick at a 1-2-5 step giving four to ten labels, so an axis never reads
+// only "0" and "250".
 type plainTicks struct{}
 
 func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(lo, hi)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
+	if !(hi > lo) || math.IsInf(hi-lo, 0) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	step := niceStep((hi - lo) / 6)
+	var ts []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
+		if math.Abs(v) < step*1e-9 {
+			v = 0
+		}
+		ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 6, 64)})
+		// Unlabelled minor ticks halfway.
+		if m := v + step/2; m <= hi {
+			ts = append(ts, plot.Tick{Value: m})
 		}
 	}
 	return ts
+}
+
+// niceStep rounds x up to 1, 2 or 5 times a power of ten.
+func niceStep(x float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= x {
+			return m * p
+		}
+	}
+	return 10 * p
 }
 
 func shareBars(s []Share) ([]string, []float64) {

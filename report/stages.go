@@ -19,6 +19,14 @@ type stageOut struct {
 	from []string // upstream stages, from the manifest's input refs
 }
 
+// typ is the stage's type from its manifest.
+func (so stageOut) typ() string {
+	if len(so.out.Parts) == 0 {
+		return ""
+	}
+	return so.out.Parts[0].Type
+}
+
 // LoadSummary reads the run summary of a work directory: run-summary.json,
 // or, for a sharded build, every run-summary-IIII-of-NNNN.json merged (stage
 // seconds summed, the earliest start and latest finish).
@@ -205,15 +213,22 @@ func stageReport(so stageOut, res *engine.StageResult, rowsOf map[string]map[str
 			sr.Counts[k] += v
 		}
 	}
-	for _, up := range so.from {
-		for kind, n := range rowsOf[up] {
-			if kind != "rejections" {
-				sr.InputRows += n
+	// The rows of the kinds the stage read, as the runner counted them
+	// (decontam reads admit's items, not its evidence or yield rows); a
+	// manifest from before that counter falls back to every upstream row.
+	if _, ok := sr.Counts[engine.CountYieldInput]; ok {
+		sr.InputRows = sr.Counts[engine.CountYieldInput]
+	} else {
+		for _, up := range so.from {
+			for kind, n := range rowsOf[up] {
+				if kind != "rejections" {
+					sr.InputRows += n
+				}
 			}
 		}
 	}
 	if res != nil {
-		sr.Status, sr.Seconds = res.Status, res.Seconds
+		sr.Status, sr.Seconds, sr.Yield = res.Status, res.Seconds, res.Yield
 	}
 	if sr.Seconds > 0 && sr.Status == "ran" {
 		var total int64

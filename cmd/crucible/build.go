@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -78,8 +79,11 @@ func runBuild(ctx context.Context, o BuildOptions) error {
 	if sum != nil {
 		printRunSummary(o.Out, sum, sh)
 	}
-	if err == nil {
-		err = writeBuildReport(ctx, o.Out, sum)
+	// A failed yield check leaves the stage committed: the report shows it.
+	if err == nil || errors.Is(err, engine.ErrYield) {
+		if rerr := writeBuildReport(ctx, o.Out, sum); rerr != nil && err == nil {
+			err = rerr
+		}
 	}
 	return err
 }
@@ -94,12 +98,6 @@ func printRunSummary(w io.Writer, sum *engine.RunSummary, sh engine.Shard) {
 		fmt.Fprintf(w, " (shard %s)", sh)
 	}
 	fmt.Fprintln(w)
-	var seeds int64 = -1
-	if len(sum.Stages) > 0 {
-		if n, ok := sum.Stages[0].Rows["items"]; ok {
-			seeds = n
-		}
-	}
 	for _, s := range sum.Stages {
 		fmt.Fprintf(w, "  %-14s %-8s %6.2fs", s.Name, s.Status, s.Seconds)
 		kinds := make([]string, 0, len(s.Rows))
@@ -111,12 +109,25 @@ func printRunSummary(w io.Writer, sum *engine.RunSummary, sh engine.Shard) {
 			fmt.Fprintf(w, "  %s=%d", k, s.Rows[k])
 		}
 		fmt.Fprintln(w)
-		if f := gateFunnel(s.Counts, seeds); f != "" {
+		if y := s.Yield; y != nil {
+			limit := "none"
+			if y.MaxRejectFraction != nil {
+				limit = fmt.Sprintf("%g", *y.MaxRejectFraction)
+			}
+			fmt.Fprintf(w, "      yield: %d in, %d passed on, %d rejected (%.1f%%, max_reject_fraction %s)", y.Input, y.Output, y.Rejected, 100*y.RejectFraction, limit)
+			if y.Failure != "" {
+				fmt.Fprintf(w, "  FAILED: %s", y.Failure)
+			}
+			fmt.Fprintln(w)
+		}
+		if f := gateFunnel(s.Counts); f != "" {
 			fmt.Fprintf(w, "      funnel: %s\n", f)
 		}
 		keys := make([]string, 0, len(s.Counts))
 		for k := range s.Counts {
-			keys = append(keys, k)
+			if !strings.HasPrefix(k, "yield.") { // shown on the yield line
+				keys = append(keys, k)
+			}
 		}
 		sort.Strings(keys)
 		for i, k := range keys {
@@ -137,10 +148,12 @@ func summaryFile(sh engine.Shard) string {
 	return fmt.Sprintf("run-summary-%04d-of-%04d.json", sh.Index, sh.Count)
 }
 
-// gateFunnel renders an admission stage's funnel from its counters
-// ("candidates", "gate<k>.<name>.passed", "admitted"): seeds → candidates →
-// each gate in order → admitted. Empty for stages without gates.
-func gateFunnel(counts map[string]int64, seeds int64) string {
+// gateFunnel renders an admission stage's funnel from its own counters
+// ("seeds", "candidates", "gate<k>.<name>.passed", "admitted"): seeds →
+// candidates → each gate in order → admitted. The seeds are the parents the
+// stage read, so the line reads the same whichever stages this run ran.
+// Empty for stages without gates.
+func gateFunnel(counts map[string]int64) string {
 	type gate struct {
 		k      int
 		name   string
@@ -160,8 +173,8 @@ func gateFunnel(counts map[string]int64, seeds int64) string {
 	}
 	sort.Slice(gates, func(i, j int) bool { return gates[i].k < gates[j].k })
 	var parts []string
-	if seeds >= 0 {
-		parts = append(parts, fmt.Sprintf("seeds %d", seeds))
+	if n, ok := counts["seeds"]; ok {
+		parts = append(parts, fmt.Sprintf("seeds %d", n))
 	}
 	if c, ok := counts["candidates"]; ok {
 		parts = append(parts, fmt.Sprintf("candidates %d", c))

@@ -146,11 +146,11 @@ func TestDoctorListsEveryToolchain(t *testing.T) {
 }
 
 func TestGateFunnel(t *testing.T) {
-	counts := map[string]int64{"candidates": 10, "gate2.strength.passed": 7, "gate1.static.passed": 9, "gate2.strength.in": 9, "admitted": 7}
-	if got, want := gateFunnel(counts, 4), "seeds 4 → candidates 10 → static 9 → strength 7 → admitted 7"; got != want {
+	counts := map[string]int64{"seeds": 4, "candidates": 10, "gate2.strength.passed": 7, "gate1.static.passed": 9, "gate2.strength.in": 9, "admitted": 7}
+	if got, want := gateFunnel(counts), "seeds 4 → candidates 10 → static 9 → strength 7 → admitted 7"; got != want {
 		t.Fatalf("got %q want %q", got, want)
 	}
-	if got := gateFunnel(map[string]int64{"kept": 3}, 4); got != "" {
+	if got := gateFunnel(map[string]int64{"kept": 3}); got != "" {
 		t.Fatalf("a stage without gates has no funnel, got %q", got)
 	}
 }

@@ -213,6 +213,10 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 	}
 	write := func(m decontam.Match) error { return w.Write(m) }
 	var sums []decontam.Summary
+	// One bar over every pass: each benchmark, and the corpus once per benchmark.
+	total := engine.InputBytes(o.Benchmarks) + int64(len(o.Benchmarks))*engine.InputBytes(o.Corpus)
+	ctx, done := readProgress(ctx, "decontam check", total)
+	defer done()
 	if o.CorpusIndex != "" {
 		ix, err := decontam.Open(o.CorpusIndex)
 		if err != nil {

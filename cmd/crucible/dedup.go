@@ -144,7 +144,11 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 		return err
 	}
 	src := dedup.FileSource{Paths: o.In, IDField: o.IDField, TextFields: o.TextFields, ReuseSignatures: o.Reuse}
-	res, err := dedup.Run(ctx, src, o.Config, slog.Default())
+	// The bar follows the signature pass over the input; the second pass
+	// below re-reads it to write the outputs.
+	pctx, done := readProgress(ctx, "dedup", engine.InputBytes(o.In))
+	res, err := dedup.Run(pctx, src, o.Config, slog.Default())
+	done()
 	if err != nil {
 		return err
 	}
@@ -160,7 +164,7 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 	}
 	// Second pass: rows stream again so texts never have to stay in memory.
 	i := 0
-	err = src.Scan(ctx, func(d dedup.Doc) error {
+	err = src.Scan(engine.WithReadMeter(ctx, nil), func(d dedup.Doc) error {
 		if i >= res.Len() || res.IDs[i] != d.ID {
 			return fmt.Errorf("%w: input changed between passes at row %d", engine.ErrInput, i+1)
 		}

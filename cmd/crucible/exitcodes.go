@@ -26,7 +26,8 @@ const exitCodeHelp = `Exit codes:
   3    unreadable or malformed input file
   4    output could not be written
   5    an upstream stage is incomplete (no committed manifest)
-  6    a check found what it guards against (contamination, audit discrepancy, regression)
+  6    a check found what it guards against (contamination, audit discrepancy, regression,
+       a stage that passed nothing on or rejected more than its max_reject_fraction)
   130  interrupted; re-running the same command resumes`
 
 // codedError carries an explicit exit code.
@@ -64,6 +65,8 @@ func exitCode(ctx context.Context, err error) int {
 		return exitIO
 	case errors.Is(err, engine.ErrIncomplete):
 		return exitIncomplete
+	case errors.Is(err, engine.ErrYield):
+		return exitFindings
 	}
 	return exitInternal
 }

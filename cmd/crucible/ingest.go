@@ -65,7 +65,9 @@ func runIngest(ctx context.Context, o IngestOptions) error {
 		Reject: func(r engine.Rejection) error { return rejects.Write(r) },
 	})
 	if err == nil {
-		err = g.IngestPaths(ctx, o.Paths)
+		pctx, done := readProgress(ctx, "ingest", engine.InputBytes(o.Paths))
+		err = g.IngestPaths(pctx, o.Paths)
+		done()
 	}
 	if err != nil {
 		items.Abort()

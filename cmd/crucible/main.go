@@ -3,10 +3,11 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/crucible-data/crucible/kernels"
 )
@@ -16,11 +17,26 @@ func main() {
 	installCrashPoints()           // test builds only (-tags crashpoints)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go exitSoonAfterInterrupt(ctx, interruptGrace)
 	root := newRootCmd()
-	err := root.ExecuteContext(ctx)
+	err := executeRoot(ctx, root)
 	code := exitCode(ctx, err)
 	if err != nil && code != exitOK {
-		fmt.Fprintln(os.Stderr, "crucible:", err)
+		reportFatal(err, code)
 	}
 	os.Exit(code)
+}
+
+// interruptGrace is how long a command may take to unwind after SIGINT or
+// SIGTERM before the process exits anyway. Commands check their context in
+// every loop; this is the backstop for a call blocked in I/O. Exiting there
+// is as safe as a kill: every output is committed by rename and manifests
+// are written last, so a re-run resumes and sweeps any temp file.
+const interruptGrace = time.Second
+
+func exitSoonAfterInterrupt(ctx context.Context, grace time.Duration) {
+	<-ctx.Done()
+	time.Sleep(grace)
+	reportFatal(errors.New("interrupted; still unwinding after "+grace.String()+", exiting (re-run to resume)"), exitSignal)
+	os.Exit(exitSignal)
 }

@@ -83,7 +83,9 @@ func runPack(ctx context.Context, o PackOptions) error {
 		cfg.Template = &tm
 	}
 	pack.TuneGC()
-	m, err := pack.Run(ctx, cfg, inputs, o.Out, slog.Default())
+	pctx, done := readProgress(ctx, "pack", engine.InputBytes(inputs))
+	m, err := pack.Run(pctx, cfg, inputs, o.Out, slog.Default())
+	done()
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ type PlanOptions struct {
 	ExecutorConfig string
 	WorkDir        string
 	OutDir         string // k8s: where the Job manifests go
+	Image          string // k8s: container image (overrides k8s.image)
 	Stages         []string
 	Out            io.Writer
 }
@@ -40,6 +41,7 @@ func newPlanCmd() *cobra.Command {
 	c.Flags().StringVar(&o.WorkDir, "work-dir", "", "override the pipeline's work_dir")
 	c.Flags().StringVar(&o.OutDir, "out", "k8s", "directory for the Kubernetes manifests and apply.sh")
 	c.Flags().StringSliceVar(&o.Stages, "stage", nil, "plan only these stages")
+	c.Flags().StringVar(&o.Image, "image", "", "k8s: container image with crucible on PATH (default: the executor config's k8s.image, else "+cluster.DefaultK8sImage+")")
 	_ = c.MarkFlagRequired("config")
 	return c
 }
@@ -60,14 +62,21 @@ func runPlan(ctx context.Context, o PlanOptions) error {
 		return err
 	}
 	if o.Executor == "k8s" {
-		files, err := cluster.WriteK8s(plan, ec.K8s, o.OutDir)
+		k := ec.K8s
+		if o.Image != "" {
+			k.Image = o.Image
+		}
+		if k.Image == "" {
+			k.Image = cluster.DefaultK8sImage
+		}
+		files, err := cluster.WriteK8s(plan, k, o.OutDir)
 		if err != nil {
 			return err
 		}
 		for _, f := range files {
 			fmt.Fprintln(o.Out, f)
 		}
-		fmt.Fprintf(o.Out, "run the stages in order with: sh %s/apply.sh\n", o.OutDir)
+		fmt.Fprintf(o.Out, "image %s (set k8s.image or --image to change it)\nrun the stages in order with: sh %s/apply.sh\n", k.Image, o.OutDir)
 		return nil
 	}
 	fmt.Fprintf(o.Out, "pipeline %s: work dir %s, task logs under %s\n", plan.Pipeline, plan.WorkDir, plan.LogDir)

@@ -163,6 +163,7 @@ func TestReportOfDemoBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkReportAgainstShards(t, work, r)
+	checkReportWithDuckDB(t, work, r)
 	page, err := os.ReadFile(filepath.Join(work, report.HTMLFile))
 	if err != nil {
 		t.Fatal(err)

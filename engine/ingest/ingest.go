@@ -50,6 +50,7 @@ type Ingester struct {
 	Sink   Sink
 	Stats  Stats
 	seen   map[string]bool
+	meter  *engine.FileMeter // the file being read, for a progress bar of rows and bytes
 }
 
 // New returns an ingester for a preset.
@@ -125,12 +126,15 @@ func (g *Ingester) IngestFile(ctx context.Context, path string) error {
 		return fmt.Errorf("%w: %v", engine.ErrInput, err)
 	}
 	g.Stats.Files++
+	g.meter = engine.MeterFile(ctx, path)
+	defer g.meter.Done()
 	// The source snapshot time stands for the ingest time, so that re-running
 	// an ingest over unchanged files writes identical shards.
 	mtime := st.ModTime().UTC().Truncate(time.Second)
 	switch {
 	case g.Preset == PresetTaskDir || filepath.Base(path) == "task.json":
 		g.Stats.Rows++
+		g.meter.Row(0)
 		it, ferr := readTaskDir(filepath.Dir(path))
 		if ferr != nil {
 			return g.reject("", path, 0, "invalid_value", ferr.Error())
@@ -139,15 +143,20 @@ func (g *Ingester) IngestFile(ctx context.Context, path string) error {
 	case engine.IsParquet(path):
 		return g.ingestParquet(ctx, path, mtime)
 	default:
-		return g.ingestJSONL(path, mtime)
+		return g.ingestJSONL(ctx, path, mtime)
 	}
 }
 
-func (g *Ingester) ingestJSONL(path string, mtime time.Time) error {
-	if st, err := os.Stat(path); err == nil && st.Size() == 0 {
+func (g *Ingester) ingestJSONL(ctx context.Context, path string, mtime time.Time) error {
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
 		return nil // an empty file holds no rows; the stats show 0
 	}
 	return engine.ScanJSONL(path, func(line int64, raw []byte) error {
+		// An interrupt stops a long file within a few hundred rows.
+		if line%256 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		g.meter.Row(int64(len(raw)) + 1)
 		g.Stats.Rows++
 		it, err := g.decode(raw)
 		if err != nil {
@@ -198,9 +207,17 @@ func parquetLoop[T any](ctx context.Context, path string, fn func(row int64, v T
 func (g *Ingester) parquetRows(ctx context.Context, path string, conv any, mtime time.Time) error {
 	switch f := conv.(type) {
 	case func(veRow) engine.Item:
-		return parquetLoop(ctx, path, func(row int64, v veRow) error { g.Stats.Rows++; return g.acceptChecked(f(v), path, row, mtime) })
+		return parquetLoop(ctx, path, func(row int64, v veRow) error {
+			g.Stats.Rows++
+			g.meter.Row(0)
+			return g.acceptChecked(f(v), path, row, mtime)
+		})
 	case func(engine.Item) engine.Item:
-		return parquetLoop(ctx, path, func(row int64, v engine.Item) error { g.Stats.Rows++; return g.acceptChecked(f(v), path, row, mtime) })
+		return parquetLoop(ctx, path, func(row int64, v engine.Item) error {
+			g.Stats.Rows++
+			g.meter.Row(0)
+			return g.acceptChecked(f(v), path, row, mtime)
+		})
 	}
 	return nil
 }

@@ -56,13 +56,14 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) err
 			files = append(files, f)
 		}
 	}
-	p := sc.Progress(int64(len(files)))
+	// Progress in input bytes, as they are read (one big file moves too).
+	p := sc.Progress(engine.InputBytes(files))
 	defer p.Done()
+	ctx = engine.WithReadMeter(ctx, engine.MeterProgress(p))
 	for _, f := range files {
 		if err := g.IngestFile(ctx, f); err != nil {
 			return fmt.Errorf("ingest %s: %w", f, err)
 		}
-		p.Add(1)
 	}
 	sc.Count("rows", g.Stats.Rows)
 	sc.Count("items", g.Stats.Items)

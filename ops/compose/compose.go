@@ -52,6 +52,10 @@ type Result struct {
 	DifficultyBuckets, CostBuckets []Bucket
 }
 
+// ReasonNotSelected is the rejection reason of an admissible item that the
+// per-lineage cap or the split size left out.
+const ReasonNotSelected = "not_selected"
+
 // candidate is an admissible item with its dimension values.
 type candidate struct {
 	item *engine.Item
@@ -122,6 +126,20 @@ func Compose(items []engine.Item, cfg Config) (*Result, error) {
 			total += len(byRoot[r])
 		}
 		res.Skipped[part.name] = total - len(picked)
+		// An item left out by a cap or a size is a rejection row like any
+		// other, so the funnel and the reasons account for every input row.
+		chosen := make(map[*candidate]bool, len(picked))
+		for _, p := range picked {
+			chosen[p.c] = true
+		}
+		for _, r := range part.roots {
+			for _, c := range byRoot[r] {
+				if !chosen[c] {
+					res.Rejections = append(res.Rejections, engine.Rejection{ItemID: c.item.ItemID, Stage: "compose", Gate: "selection",
+						Reason: ReasonNotSelected, Detail: fmt.Sprintf("left out of the %s split (lineage_cap %d, size %d)", part.name, cfg.LineageCap, part.size)})
+				}
+			}
+		}
 		for i, p := range picked {
 			*part.out = append(*part.out, *p.c.item)
 			res.Assignments = append(res.Assignments, Assignment{ItemID: p.c.item.ItemID, LineageRoot: p.c.root,

@@ -118,6 +118,17 @@ func TestCapsBindBeforeTargets(t *testing.T) {
 	if res.Skipped[SplitTrain] != 10 {
 		t.Errorf("skipped %d, want 10", res.Skipped[SplitTrain])
 	}
+	// Issue 16.8: every item left out is a rejection row (the funnel used to
+	// show "rejected 0" with 10 items gone).
+	var notSelected int
+	for _, r := range res.Rejections {
+		if r.Reason == ReasonNotSelected && r.Gate == "selection" {
+			notSelected++
+		}
+	}
+	if notSelected != 10 || len(res.Train)+notSelected != 20 {
+		t.Errorf("%d not_selected rejection rows, %d train items, want 10 + 10 = 20", notSelected, len(res.Train))
+	}
 }
 
 func TestSplitKeepsLineagesApart(t *testing.T) {

@@ -125,7 +125,9 @@ type Env struct {
 	Log       *slog.Logger
 	Stage     string // stage name written into rejections ("admit")
 	// GateDone, when set, is told after each gate how many candidates it
-	// judged, so a caller can show progress through the gates.
+	// settled: those it rejected and, after the last gate, those it passed.
+	// The settled counts add up to the number of candidates, so a progress
+	// bar over the candidates never changes its total.
 	GateDone func(gate string, judged int64)
 }
 
@@ -236,7 +238,7 @@ func (a *Admitter) Admit(ctx context.Context, parents, cands []engine.Item) (*Re
 		all[i] = &Candidate{Item: cands[i], Parent: byID[cands[i].ParentID], Distance: -1}
 	}
 	res := &Result{Candidates: all}
-	for _, g := range a.gates {
+	for gi, g := range a.gates {
 		var live []*Candidate
 		for _, c := range all {
 			if c.Rejection == nil {
@@ -258,7 +260,11 @@ func (a *Admitter) Admit(ctx context.Context, parents, cands []engine.Item) (*Re
 		step.Passed = step.In - step.Rejected
 		res.Funnel = append(res.Funnel, step)
 		if a.env.GateDone != nil {
-			a.env.GateDone(g.Name(), step.In)
+			decided := step.Rejected
+			if gi == len(a.gates)-1 {
+				decided = step.In // the survivors of the last gate are decided too
+			}
+			a.env.GateDone(g.Name(), decided)
 		}
 		a.env.Log.Info("gate done", "gate", g.Name(), "in", step.In, "rejected", step.Rejected)
 	}

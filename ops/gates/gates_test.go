@@ -78,13 +78,19 @@ func evolveAndAdmit(t *testing.T, seeds []engine.Item, ops []string, mod func(*C
 	if mod != nil {
 		mod(&gcfg)
 	}
-	a, err := New(gcfg, Env{Verifier: v})
+	// Issue 16.9: the progress the gates report adds up to the candidates,
+	// so the admit bar's total never jumps.
+	var settled int64
+	a, err := New(gcfg, Env{Verifier: v, GateDone: func(_ string, n int64) { settled += n }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := a.Admit(ctx, seeds, er.Candidates)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if settled != int64(len(res.Candidates)) {
+		t.Errorf("gates reported %d candidates settled, there are %d", settled, len(res.Candidates))
 	}
 	var buf bytes.Buffer
 	FormatFunnel(&buf, res)

@@ -105,9 +105,10 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 		defer kv.Close()
 		env.Kernel = kv
 	}
-	// Progress counts candidates through every gate: gates × candidates.
-	p := st.Progress(int64(len(cands) * len(sc.Config.Order)))
-	env.GateDone = func(_ string, judged int64) { p.Add(judged) }
+	// Progress counts candidates settled (rejected by a gate, or through
+	// all of them): the total is the candidates and never moves.
+	p := st.Progress(int64(len(cands)))
+	env.GateDone = func(_ string, settled int64) { p.Add(settled) }
 	a, err := New(sc.Config, env)
 	if err != nil {
 		return err
@@ -136,6 +137,8 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 	for k, v := range res.Counters() {
 		st.Count(k, v)
 	}
+	st.Count("seeds", int64(len(parents)))
+	st.PassedOn(int64(len(res.Admitted))) // the parents copied through are not a yield
 	st.Log.Info("admit done", "candidates", len(cands), "admitted", len(res.Admitted), "rejected", len(res.Rejections))
 	return nil
 }

@@ -93,15 +93,28 @@ func Audit(ctx context.Context, inputs []string, packedDir string, workers int, 
 	seen := make(map[string]bool, len(kept))
 	for _, sh := range m.Shards {
 		path := filepath.Join(packedDir, sh.Path)
+		// A listed shard that is missing, altered or unreadable is a
+		// discrepancy in what is audited (exit 6), not a bad input: its
+		// samples are then reported missing as well.
+		if h, err := engine.HashFile(path); err != nil {
+			rep.problem("%s: listed in %s but cannot be read: %v", path, ManifestFile, err)
+			continue
+		} else if sh.SHA256 != "" && h != sh.SHA256 {
+			rep.problem("%s: sha256 %s, %s says %s (the file changed after packing)", path, h, ManifestFile, sh.SHA256)
+		}
 		switch sh.Kind {
 		case KindPacked:
 			if err := auditPacked(ctx, path, m.Layout, m.SeqLen, c, byID, seen, rep); err != nil {
-				return nil, err
+				if ctx.Err() != nil || errors.Is(err, ErrConfig) {
+					return nil, err
+				}
+				rep.problem("%s: unreadable packed shard: %v", path, err)
 			}
 		case KindDropped:
 			rows, err := engine.ReadRows[DroppedRow](path)
 			if err != nil {
-				return nil, err
+				rep.problem("%s: unreadable dropped shard: %v", path, err)
+				continue
 			}
 			for _, d := range rows {
 				i, ok := byID[d.ID]

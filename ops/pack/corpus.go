@@ -143,6 +143,7 @@ func readBatches(ctx context.Context, paths []string, out chan<- *rawBatch) erro
 		}
 	}
 	for _, path := range paths {
+		fm := engine.MeterFile(ctx, path)
 		if engine.IsParquet(path) {
 			pr, err := engine.OpenParquet[Trajectory](ctx, path, nil)
 			if err != nil {
@@ -158,6 +159,9 @@ func readBatches(ctx context.Context, paths []string, out chan<- *rawBatch) erro
 					pr.Close()
 					return err
 				}
+				for range rows {
+					fm.Row(0)
+				}
 				for i := 0; i < len(rows); i += batchLines {
 					chunk := append([]Trajectory(nil), rows[i:min(i+batchLines, len(rows))]...)
 					if err := send(&rawBatch{path: path, first: row + int64(i), rows: chunk}); err != nil {
@@ -168,10 +172,12 @@ func readBatches(ctx context.Context, paths []string, out chan<- *rawBatch) erro
 				row += int64(len(rows))
 			}
 			pr.Close()
+			fm.Done()
 			continue
 		}
 		cur := &rawBatch{path: path}
 		err := engine.ScanJSONL(path, func(line int64, raw []byte) error {
+			fm.Row(int64(len(raw)) + 1)
 			cur.lines = append(cur.lines, append([]byte(nil), raw...))
 			cur.nos = append(cur.nos, line)
 			if len(cur.lines) >= batchLines {
@@ -190,6 +196,7 @@ func readBatches(ctx context.Context, paths []string, out chan<- *rawBatch) erro
 		if err != nil {
 			return err
 		}
+		fm.Done()
 		if len(cur.lines) > 0 {
 			if err := send(cur); err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -288,8 +289,9 @@ func writeOutputs(ctx context.Context, out target, layout string, workers int, c
 // writePacked writes the bins in order. Encoding and compressing Parquet is
 // as costly as tokenising, so outside a pipeline stage the bins are split
 // into contiguous ranges written by parallel writers (packed-00-*, packed-01-*,
-// ...: reading the files in name order gives the bins in order). A stage
-// writes through its single registered writer.
+// ...), renamed afterwards to packed-NNNNN in bin order, the names a stage's
+// single registered writer gives: reading the files in name order gives the
+// bins in order.
 func writePacked[T any](ctx context.Context, out target, workers int, bins [][]int, row func(*rowBuilder) T, c *corpus, kept []int, layout string) ([]engine.ShardInfo, error) {
 	parts := 1
 	if out.sc == nil && len(bins) >= 64 {
@@ -338,6 +340,33 @@ func writePacked[T any](ctx context.Context, out target, workers int, bins [][]i
 	var shards []engine.ShardInfo
 	for _, r := range results {
 		shards = append(shards, r...)
+	}
+	if parts > 1 {
+		return renumberPacked(out.dir, shards)
+	}
+	return shards, nil
+}
+
+// renumberPacked gives the shards of parallel writers (packed-PP-NNNNN) the
+// one naming scheme every packed output has, packed-NNNNN.parquet in bin
+// order, whatever the input size. The files are already committed; the pack
+// manifest, written after this, is what makes the output complete, so a
+// crash in between leaves an output that a re-run replaces.
+func renumberPacked(dir string, shards []engine.ShardInfo) ([]engine.ShardInfo, error) {
+	for i := range shards {
+		name := fmt.Sprintf("%s-%05d.parquet", KindPacked, i)
+		if err := os.Rename(filepath.Join(dir, shards[i].Path), filepath.Join(dir, name)); err != nil {
+			return nil, fmt.Errorf("%w: %v", engine.ErrIO, err)
+		}
+		shards[i].Path = name
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", engine.ErrIO, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return nil, fmt.Errorf("%w: %v", engine.ErrIO, err)
 	}
 	return shards, nil
 }

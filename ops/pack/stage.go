@@ -42,6 +42,7 @@ func newStage(sc engine.StageConfig) (engine.Stage, error) {
 		st.Count("rows", m.Counts.Rows)
 		st.Count("tokens_packed", m.Counts.TokensPacked)
 		st.Count("fill_ppm", int64(m.FillRatio*1e6))
+		st.PassedOn(m.Counts.Packed) // samples, not rows of packed samples
 		return nil
 	}), nil
 }
