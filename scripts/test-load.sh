@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 TIMEOUT=${TEST_TIMEOUT:-20m}
-load_pkgs=(./rtl/ ./kernels/... ./ops/gates/ ./ops/synth/ ./ops/evolve/textgen/ ./cmd/crucible/ ./cluster/)
+load_pkgs=(./internal/sandbox/ ./rtl/ ./kernels/... ./ops/gates/ ./ops/synth/ ./ops/evolve/textgen/ ./cmd/crucible/ ./cluster/)
 race_pkgs=(./engine/ ./engine/partlock/ ./dedup/ ./ops/pack/... ./cluster/) # engine/ingest is single-goroutine: left out
 
 busy=()
