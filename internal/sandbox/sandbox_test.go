@@ -478,7 +478,10 @@ func TestBlockedTimeoutIsNotStarved(t *testing.T) {
 	requireSandbox(t)
 	dir := t.TempDir()
 	compile(t, dir, "b", blockOnStdout)
-	r := runIn(t, dir, testLimits, 500*time.Millisecond, "./b")
+	// 5 s: a start-up delayed by load (run-queue time) stays a small share
+	// of the off-CPU time, which is what Starved compares; the job spends
+	// the rest asleep on its read, however busy the machine is.
+	r := runIn(t, dir, testLimits, 5*time.Second, "./b")
 	if !r.TimedOut || r.Signal != syscall.SIGKILL {
 		t.Fatalf("want our timer to kill it: %+v", r.Result)
 	}
