@@ -127,13 +127,19 @@ const MaxJSONLLine = 256 << 20
 // ScanJSONL calls fn for every non-blank line of a JSONL file with the line
 // number and raw bytes (valid only during the call). A line with invalid
 // UTF-8 or over MaxJSONLLine is passed to bad instead, and scanning goes on.
+//
+// The file may be gzip- or zstd-compressed (see OpenInput); a file that is
+// not JSONL text at all is one ErrInput, not a rejection per line.
 func ScanJSONL(path string, fn func(line int64, raw []byte) error, bad func(*JSONLError)) error {
-	f, err := os.Open(path)
+	in, format, err := OpenInput(path)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInput, err)
+		return err
 	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
+	defer in.Close()
+	if format.Kind == FormatParquet {
+		return fmt.Errorf("%w: %s: Parquet data (magic PAR1) where JSONL was expected; name it .parquet", ErrInput, path)
+	}
+	br := bufio.NewReaderSize(in, 1<<20)
 	var line int64
 	var buf []byte
 	for {
@@ -151,7 +157,7 @@ func ScanJSONL(path string, fn func(line int64, raw []byte) error, bad func(*JSO
 			continue
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("%w: %s: read at line %d: %v", ErrInput, path, line+1, err)
+			return fmt.Errorf("%w: %s: read %s at line %d: %v", ErrInput, path, format, line+1, err)
 		}
 		if len(buf) > 0 {
 			line++

@@ -106,7 +106,7 @@ func expandPackInputs(in []string) ([]string, error) {
 			continue
 		}
 		var found []string
-		for _, pat := range []string{"*.jsonl", "*.parquet"} {
+		for _, pat := range append(engine.JSONLGlobs(), "*.parquet") {
 			m, _ := filepath.Glob(filepath.Join(p, pat))
 			found = append(found, m...)
 		}

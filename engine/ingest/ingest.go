@@ -70,7 +70,7 @@ func New(preset string, sink Sink) (*Ingester, error) {
 
 // IngestPaths ingests files and directories in order. A directory under
 // the taskdir preset is a folder of task folders; under other presets it
-// stands for the .jsonl and .parquet files below it.
+// stands for the .jsonl (also .jsonl.gz, .jsonl.zst) and .parquet files below it.
 func (g *Ingester) IngestPaths(ctx context.Context, paths []string) error {
 	files, err := g.expand(paths)
 	if err != nil {
@@ -107,7 +107,7 @@ func (g *Ingester) expand(paths []string) ([]string, error) {
 			case d.IsDir():
 			case g.Preset == PresetTaskDir && name == "task.json":
 				out = append(out, path)
-			case g.Preset != PresetTaskDir && (strings.HasSuffix(name, ".jsonl") || engine.IsParquet(name)):
+			case g.Preset != PresetTaskDir && (engine.IsJSONLName(name) || engine.IsParquet(name)):
 				out = append(out, path)
 			}
 			return nil
