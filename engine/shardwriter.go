@@ -81,15 +81,16 @@ type ShardWriter[T any] struct {
 	buffered int64
 	pending  int64
 
-	f       *os.File
-	fw      *pqarrow.FileWriter
-	cw      *countingWriter
-	timed   bool      // T implements TimedRow[T]
-	content hash.Hash // the current file's rows without timings (timed only)
-	rows    int64
-	seq     int
-	shards  []ShardInfo
-	closed  bool
+	f         *os.File
+	fw        *pqarrow.FileWriter
+	cw        *countingWriter
+	timed     bool      // T implements TimedRow[T]
+	keepEmpty bool      // commit an empty shard when no row was written
+	content   hash.Hash // the current file's rows without timings (timed only)
+	rows      int64
+	seq       int
+	shards    []ShardInfo
+	closed    bool
 }
 
 type countingWriter struct {
@@ -271,8 +272,14 @@ func verifyFooter(path string, rows int64) error {
 	return nil
 }
 
+// KeepEmpty makes a writer that never receives a row commit one empty shard
+// (schema, no rows) instead of none, so that an empty input still gives a
+// file any Parquet reader opens (and globs like items-*.parquet match).
+func (w *ShardWriter[T]) KeepEmpty() { w.keepEmpty = true }
+
 // Close flushes, commits the last shard and returns every committed shard.
-// A writer that never received a row commits no file. Close is idempotent.
+// A writer that never received a row commits no file unless KeepEmpty was
+// called. Close is idempotent.
 func (w *ShardWriter[T]) Close() ([]ShardInfo, error) {
 	if w.closed {
 		return w.shards, nil
@@ -287,6 +294,11 @@ func (w *ShardWriter[T]) Close() ([]ShardInfo, error) {
 	if err := w.flushRowGroup(); err != nil {
 		w.discardFile()
 		return nil, err
+	}
+	if w.fw == nil && len(w.shards) == 0 && w.keepEmpty {
+		if err := w.openFile(); err != nil {
+			return nil, err
+		}
 	}
 	if w.fw != nil {
 		if err := w.finishFile(); err != nil {

@@ -135,3 +135,28 @@ func TestDiskFullLeavesNoTempFile(t *testing.T) {
 		}
 	}
 }
+
+// TestIngestEmptyFileWritesEmptyShard: `crucible ingest --out X empty.jsonl`
+// commits an empty, readable items shard and a manifest listing it.
+func TestIngestEmptyFileWritesEmptyShard(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "empty.jsonl")
+	if err := os.WriteFile(in, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if err := runIngest(context.Background(), IngestOptions{Out: out, Paths: []string{in}, Writer: engine.DefaultWriterOptions(), Stdout: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := engine.ReadManifest(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Shards) != 1 || m.Shards[0].Kind != "items" || m.Shards[0].Rows != 0 {
+		t.Fatalf("manifest shards %+v, want one empty items shard", m.Shards)
+	}
+	rows, err := engine.ReadRows[engine.Item](filepath.Join(out, m.Shards[0].Path))
+	if err != nil || len(rows) != 0 {
+		t.Fatalf("reading the empty shard: %d rows, %v", len(rows), err)
+	}
+}

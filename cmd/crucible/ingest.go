@@ -57,6 +57,7 @@ func runIngest(ctx context.Context, o IngestOptions) error {
 	if err != nil {
 		return err
 	}
+	items.KeepEmpty() // an empty input is an empty, readable shard, not no file
 	rejects, err := engine.NewShardWriter[engine.Rejection](o.Out, "rejections", "rejections", o.Writer)
 	if err != nil {
 		items.Abort()
