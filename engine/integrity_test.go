@@ -3,12 +3,15 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -259,5 +262,58 @@ func TestTimingMeasurementsAreExcludedFromContent(t *testing.T) {
 	}
 	if len(ev.Measurements) != 5 {
 		t.Fatal("WithoutTimings changed its receiver's measurements")
+	}
+}
+
+// failingWriter fails every write with ENOSPC after n bytes.
+type failingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > f.n {
+		k, _ := f.w.Write(p[:f.n])
+		f.n = 0
+		return k, &os.PathError{Op: "write", Path: "shard", Err: syscall.ENOSPC}
+	}
+	f.n -= int64(len(p))
+	return f.w.Write(p)
+}
+
+// TestStageOnFullDiskLeavesNoTempFile: a stage whose shard write hits a full
+// disk fails with ErrIO, leaves no temp file and no manifest; a temp file of
+// a run that died harder is swept by the next run of that part (even one
+// that finds the part current), holding the part lock.
+func TestStageOnFullDiskLeavesNoTempFile(t *testing.T) {
+	dir := t.TempDir()
+	reg := testRegistry(map[string]int{})
+	p := writePipeline(t, dir, "2000", "")
+	for _, rowGroup := range []int64{2 << 10, DefaultWriterOptions().RowGroupBytes} {
+		w := WriterOptions{RowGroupBytes: rowGroup, ShardBytes: 1 << 20,
+			WrapFile: func(x io.Writer) io.Writer { return &failingWriter{w: x, n: 3000} }}
+		_, err := runPipeline(t, p, reg, RunOptions{Writer: w})
+		if !errors.Is(err, ErrIO) || !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("row groups of %d on a full disk: want ErrIO wrapping ENOSPC, got %v", rowGroup, err)
+		}
+		ents, _ := os.ReadDir(filepath.Join(dir, "work", "src"))
+		for _, e := range ents {
+			t.Errorf("row groups of %d: the failed stage left %s", rowGroup, e.Name())
+		}
+	}
+	if _, err := runPipeline(t, p, reg, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, "work", "src", ".nums-00000.parquet.tmp-0123456789ab")
+	os.WriteFile(stale, []byte("left by a killed run"), 0o644)
+	sum, err := runPipeline(t, p, reg, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := statuses(sum); got != "src=skipped,dbl=skipped" {
+		t.Fatalf("%s, want both current", got)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("the stale temp file survived the next run: %v", err)
 	}
 }

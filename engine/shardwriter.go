@@ -181,7 +181,7 @@ func (w *ShardWriter[T]) flushRowGroup() error {
 	rec := w.bld.NewRecordBatch()
 	defer rec.Release()
 	if err := w.fw.Write(rec); err != nil {
-		return fmt.Errorf("%w: write row group to %s: %v", ErrIO, w.f.Name(), err)
+		return fmt.Errorf("%w: write row group to %s: %w", ErrIO, w.f.Name(), err)
 	}
 	w.rows += w.pending
 	w.pending, w.buffered = 0, 0
@@ -231,7 +231,7 @@ func (w *ShardWriter[T]) finishFile() error {
 	w.fw = nil
 	if err != nil {
 		w.discardFile()
-		return fmt.Errorf("%w: close parquet %s: %v", ErrIO, tmp, err)
+		return fmt.Errorf("%w: close parquet %s: %w", ErrIO, tmp, err)
 	}
 	if err := verifyFooter(tmp, w.rows); err != nil {
 		w.discardFile()
