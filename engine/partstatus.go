@@ -97,6 +97,9 @@ func staleReason(dir string, sh Shard, want *Manifest, v *shardVerifier) (*Manif
 	// (a same-size flipped byte is caught here, not by a reader's CRC later).
 	if bad := v.corruptShards(dir, have); len(bad) > 0 {
 		why := reasonCorrupt + bad[0].Error()
+		if !bad[0].Altered {
+			why = "shard missing or truncated: " + bad[0].Error()
+		}
 		if len(bad) > 1 {
 			why += fmt.Sprintf(" (and %d more)", len(bad)-1)
 		}

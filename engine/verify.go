@@ -20,7 +20,10 @@ var ErrShardCorrupt = fmt.Errorf("%w: shard does not match its manifest", ErrInp
 // ShardMismatch describes one shard that failed verification.
 type ShardMismatch struct {
 	Path   string // absolute
-	Reason string // "missing", "size 10 != recorded 12", "sha256 ab.. != recorded cd.."
+	Reason string // "missing: …", "size 10 != recorded 12", "sha256 ab… != recorded cd…"
+	// Altered: the file has its recorded size but other bytes (a flipped
+	// byte), rather than being missing, unreadable or truncated.
+	Altered bool
 }
 
 func (m ShardMismatch) Error() string { return m.Path + ": " + m.Reason }
@@ -42,10 +45,10 @@ type verified struct {
 func (v *shardVerifier) verify(path string, s ShardInfo) *ShardMismatch {
 	st, err := os.Stat(path)
 	if err != nil {
-		return &ShardMismatch{path, "missing: " + err.Error()}
+		return &ShardMismatch{Path: path, Reason: "missing: " + err.Error()}
 	}
 	if st.Size() != s.Bytes {
-		return &ShardMismatch{path, fmt.Sprintf("size %d != recorded %d", st.Size(), s.Bytes)}
+		return &ShardMismatch{Path: path, Reason: fmt.Sprintf("size %d != recorded %d", st.Size(), s.Bytes)}
 	}
 	key := verified{size: st.Size(), mtime: st.ModTime().UnixNano()}
 	if v != nil {
@@ -58,7 +61,7 @@ func (v *shardVerifier) verify(path string, s ShardInfo) *ShardMismatch {
 	}
 	sha, err := hashStream(path)
 	if err != nil {
-		return &ShardMismatch{path, "unreadable: " + err.Error()}
+		return &ShardMismatch{Path: path, Reason: "unreadable: " + err.Error()}
 	}
 	if v != nil {
 		key.sha = sha
@@ -76,7 +79,7 @@ func mismatchSHA(path, got, want string) *ShardMismatch {
 	if got == want {
 		return nil
 	}
-	return &ShardMismatch{path, fmt.Sprintf("sha256 %.12s… != recorded %.12s…", got, want)}
+	return &ShardMismatch{Path: path, Reason: fmt.Sprintf("sha256 %.12s… != recorded %.12s…", got, want), Altered: true}
 }
 
 func hashStream(path string) (string, error) {
