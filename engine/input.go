@@ -67,7 +67,8 @@ const sniffLen = 4096
 
 // OpenInput opens a data file for streaming. JSONL is returned decoded
 // (gzip and zstd are detected by their magic bytes, whatever the name);
-// Parquet is returned as the raw file, which callers hand to OpenParquet.
+// for Parquet the raw bytes are returned (Parquet needs random access:
+// read it with OpenParquet by path). The file may be a pipe.
 // Anything else — another compression, a compressed Parquet file, binary
 // data — is ErrInput naming the file and what was found, so that a wrong
 // file fails once instead of as a run of per-line rejections.
@@ -76,32 +77,28 @@ func OpenInput(path string) (io.ReadCloser, InputFormat, error) {
 	if err != nil {
 		return nil, InputFormat{}, fmt.Errorf("%w: %v", ErrInput, err)
 	}
-	head := make([]byte, 16)
-	n, err := io.ReadFull(f, head)
-	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+	// Peek, never seek: the input may be a pipe (a FIFO, /dev/stdin).
+	raw := bufio.NewReaderSize(f, 1<<20)
+	head, err := raw.Peek(16)
+	if err != nil && err != io.EOF {
 		f.Close()
 		return nil, InputFormat{}, fmt.Errorf("%w: read %s: %v", ErrInput, path, err)
 	}
-	head = head[:n]
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil, InputFormat{}, fmt.Errorf("%w: seek %s: %v", ErrInput, path, err)
-	}
 	format := InputFormat{Kind: FormatJSONL}
-	var body io.Reader = f
+	var body io.Reader = raw
 	closeBody := func() error { return nil }
 	switch {
 	case bytes.HasPrefix(head, magicParquet):
-		return f, InputFormat{Kind: FormatParquet}, nil
+		return &inputStream{Reader: raw, closeBody: closeBody, f: f}, InputFormat{Kind: FormatParquet}, nil
 	case bytes.HasPrefix(head, magicGzip):
-		zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<20))
+		zr, err := gzip.NewReader(raw)
 		if err != nil {
 			f.Close()
 			return nil, format, fmt.Errorf("%w: %s: gzip header: %v", ErrInput, path, err)
 		}
 		format.Compression, body, closeBody = CompressionGzip, zr, zr.Close
 	case bytes.HasPrefix(head, magicZstd):
-		zr, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 		if err != nil {
 			f.Close()
 			return nil, format, fmt.Errorf("%w: %s: zstd header: %v", ErrInput, path, err)
