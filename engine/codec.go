@@ -36,7 +36,11 @@ type fieldCodec struct {
 
 // appendFunc appends v to b and returns an estimate of the bytes it added.
 type appendFunc func(b array.Builder, v reflect.Value) int
-type readFunc func(a arrow.Array, i int, dst reflect.Value)
+
+// readFunc sets dst from element i of a. It fails only where a value of a
+// wider type (see widen.go) does not fit dst's type; the error is a
+// *convError naming the field path.
+type readFunc func(a arrow.Array, i int, dst reflect.Value) error
 
 var codecCache sync.Map // reflect.Type -> *codecCore
 
@@ -85,8 +89,27 @@ func (c *Codec[T]) Append(b *array.RecordBuilder, row *T) int {
 
 // Read converts rows [0, rec.NumRows()) of rec into dst (appending). Columns
 // are matched by name; a column missing from rec leaves the zero value, and
-// a column of an unexpected type is an error naming it.
+// a column of an unexpected type is an error naming it. Columns of a wider
+// type than the field's (int64 into float64, int32 into int64, ...) are
+// converted value by value; a value that does not convert exactly is an
+// ErrSchema error naming the row (0-based within rec) and field.
 func (c *Codec[T]) Read(rec arrow.RecordBatch, dst []T) ([]T, error) {
+	var first error
+	dst, err := c.ReadChecked(rec, dst, func(row int, err error) {
+		if first == nil {
+			first = fmt.Errorf("%w: row %d: %v", ErrSchema, row, err)
+		}
+	})
+	if err == nil {
+		err = first
+	}
+	return dst, err
+}
+
+// ReadChecked is Read that reports each row with a value that does not
+// convert to bad (row index within rec, error naming the field) instead of
+// failing; such a row is still appended, partly filled, so indices line up.
+func (c *Codec[T]) ReadChecked(rec arrow.RecordBatch, dst []T, bad func(row int, err error)) ([]T, error) {
 	type bound struct {
 		f   fieldCodec
 		col arrow.Array
@@ -113,16 +136,23 @@ func (c *Codec[T]) Read(rec arrow.RecordBatch, dst []T) ([]T, error) {
 			if b.col.IsNull(r) {
 				continue
 			}
-			b.f.read(b.col, r, v.Field(b.f.index))
+			if err := b.f.read(b.col, r, v.Field(b.f.index)); err != nil {
+				bad(r, inField(b.f.name, err))
+				break
+			}
 		}
 	}
 	return dst, nil
 }
 
-// compatible accepts the exact type, and the large/view string variants
-// other writers (pyarrow, DuckDB) may use for the same logical column.
+// compatible accepts the exact type, the large string and list variants
+// other writers (pyarrow, DuckDB) may use for the same logical column, and
+// numeric types that widen into the field's (checked value by value).
 func compatible(got, want arrow.DataType) bool {
 	if arrow.TypeEqual(got, want) {
+		return true
+	}
+	if widens(got, want) {
 		return true
 	}
 	switch want.ID() {
@@ -202,10 +232,11 @@ func kindCodec(t reflect.Type) (arrow.DataType, appendFunc, readFunc, error) {
 				tm := v.Interface().(time.Time)
 				b.(*array.TimestampBuilder).Append(arrow.Timestamp(tm.UnixMicro()))
 				return 8
-			}, func(a arrow.Array, i int, dst reflect.Value) {
+			}, func(a arrow.Array, i int, dst reflect.Value) error {
 				ts := a.(*array.Timestamp)
 				unit := ts.DataType().(*arrow.TimestampType).Unit
 				dst.Set(reflect.ValueOf(ts.Value(i).ToTime(unit).UTC()))
+				return nil
 			}, nil
 	}
 	switch t.Kind() {
@@ -214,56 +245,48 @@ func kindCodec(t reflect.Type) (arrow.DataType, appendFunc, readFunc, error) {
 				s := v.String()
 				b.(*array.StringBuilder).Append(s)
 				return len(s) + 4
-			}, func(a arrow.Array, i int, dst reflect.Value) {
+			}, func(a arrow.Array, i int, dst reflect.Value) error {
 				switch s := a.(type) {
 				case *array.String:
 					dst.SetString(strings.Clone(s.Value(i)))
 				case *array.LargeString:
 					dst.SetString(strings.Clone(s.Value(i)))
 				}
+				return nil
 			}, nil
 	case reflect.Bool:
 		return arrow.FixedWidthTypes.Boolean, func(b array.Builder, v reflect.Value) int {
 				b.(*array.BooleanBuilder).Append(v.Bool())
 				return 1
-			}, func(a arrow.Array, i int, dst reflect.Value) {
+			}, func(a arrow.Array, i int, dst reflect.Value) error {
 				dst.SetBool(a.(*array.Boolean).Value(i))
+				return nil
 			}, nil
 	case reflect.Int8:
 		return arrow.PrimitiveTypes.Int8, func(b array.Builder, v reflect.Value) int {
-				b.(*array.Int8Builder).Append(int8(v.Int()))
-				return 1
-			}, func(a arrow.Array, i int, dst reflect.Value) {
-				dst.SetInt(int64(a.(*array.Int8).Value(i)))
-			}, nil
+			b.(*array.Int8Builder).Append(int8(v.Int()))
+			return 1
+		}, readInt(8), nil
 	case reflect.Int32:
 		return arrow.PrimitiveTypes.Int32, func(b array.Builder, v reflect.Value) int {
-				b.(*array.Int32Builder).Append(int32(v.Int()))
-				return 4
-			}, func(a arrow.Array, i int, dst reflect.Value) {
-				dst.SetInt(int64(a.(*array.Int32).Value(i)))
-			}, nil
+			b.(*array.Int32Builder).Append(int32(v.Int()))
+			return 4
+		}, readInt(32), nil
 	case reflect.Int64, reflect.Int:
 		return arrow.PrimitiveTypes.Int64, func(b array.Builder, v reflect.Value) int {
-				b.(*array.Int64Builder).Append(v.Int())
-				return 8
-			}, func(a arrow.Array, i int, dst reflect.Value) {
-				dst.SetInt(a.(*array.Int64).Value(i))
-			}, nil
+			b.(*array.Int64Builder).Append(v.Int())
+			return 8
+		}, readInt(64), nil
 	case reflect.Float32:
 		return arrow.PrimitiveTypes.Float32, func(b array.Builder, v reflect.Value) int {
-				b.(*array.Float32Builder).Append(float32(v.Float()))
-				return 4
-			}, func(a arrow.Array, i int, dst reflect.Value) {
-				dst.SetFloat(float64(a.(*array.Float32).Value(i)))
-			}, nil
+			b.(*array.Float32Builder).Append(float32(v.Float()))
+			return 4
+		}, readFloat(24), nil
 	case reflect.Float64:
 		return arrow.PrimitiveTypes.Float64, func(b array.Builder, v reflect.Value) int {
-				b.(*array.Float64Builder).Append(v.Float())
-				return 8
-			}, func(a arrow.Array, i int, dst reflect.Value) {
-				dst.SetFloat(a.(*array.Float64).Value(i))
-			}, nil
+			b.(*array.Float64Builder).Append(v.Float())
+			return 8
+		}, readFloat(53), nil
 	case reflect.Struct:
 		return structCodec(t)
 	case reflect.Slice:
@@ -272,11 +295,12 @@ func kindCodec(t reflect.Type) (arrow.DataType, appendFunc, readFunc, error) {
 					bs := v.Bytes()
 					b.(*array.BinaryBuilder).Append(bs)
 					return len(bs) + 4
-				}, func(a arrow.Array, i int, dst reflect.Value) {
+				}, func(a arrow.Array, i int, dst reflect.Value) error {
 					src := a.(*array.Binary).Value(i)
 					b := make([]byte, len(src))
 					copy(b, src)
 					dst.SetBytes(b)
+					return nil
 				}, nil
 		}
 		return listCodec(t)
@@ -303,7 +327,7 @@ func structCodec(t reflect.Type) (arrow.DataType, appendFunc, readFunc, error) {
 		}
 		return n
 	}
-	rd := func(a arrow.Array, i int, dst reflect.Value) {
+	rd := func(a arrow.Array, i int, dst reflect.Value) error {
 		sa := a.(*array.Struct)
 		st := sa.DataType().(*arrow.StructType)
 		for _, f := range fields {
@@ -315,8 +339,11 @@ func structCodec(t reflect.Type) (arrow.DataType, appendFunc, readFunc, error) {
 			if child.IsNull(i) {
 				continue
 			}
-			f.read(child, i, dst.Field(f.index))
+			if err := f.read(child, i, dst.Field(f.index)); err != nil {
+				return inField(f.name, err)
+			}
 		}
+		return nil
 	}
 	return dt, ap, rd, nil
 }
@@ -328,7 +355,7 @@ func listCodec(t reflect.Type) (arrow.DataType, appendFunc, readFunc, error) {
 	}
 	dt := arrow.ListOf(edt)
 	ap := appendList(t, eap)
-	rd := func(a arrow.Array, i int, dst reflect.Value) {
+	rd := func(a arrow.Array, i int, dst reflect.Value) error {
 		la := a.(array.ListLike)
 		start, end := la.ValueOffsets(i)
 		n := int(end - start)
@@ -339,10 +366,13 @@ func listCodec(t reflect.Type) (arrow.DataType, appendFunc, readFunc, error) {
 				if vals.IsNull(int(start) + k) {
 					continue
 				}
-				erd(vals, int(start)+k, out.Index(k))
+				if err := erd(vals, int(start)+k, out.Index(k)); err != nil {
+					return inField(fmt.Sprintf("[%d]", k), err)
+				}
 			}
 		}
 		dst.Set(out)
+		return nil
 	}
 	return dt, ap, rd, nil
 }

@@ -1,5 +1,7 @@
 package engine
 
+import "strings"
+
 // Verdict statuses. Pass needs explicit positive evidence; anything the
 // verifier could not decide for reasons outside the candidate is unjudged.
 const (
@@ -82,13 +84,6 @@ type Measurement struct {
 	Text  string  `json:"text,omitempty" arrow:"text"`
 }
 
-// IntM, FloatM and TextM build measurements.
-func IntM(name string, v int64) Measurement { return Measurement{Name: name, Kind: "int", Int: v} }
-func FloatM(name string, v float64) Measurement {
-	return Measurement{Name: name, Kind: "float", Float: v}
-}
-func TextM(name, v string) Measurement { return Measurement{Name: name, Kind: "text", Text: v} }
-
 // RTL measurements of how long a run took. They vary between identical
 // runs (machine load), so comparisons of verdicts leave them out.
 const (
@@ -96,11 +91,55 @@ const (
 	MeasureCPUTimeMS  = "cpu_time_ms"
 )
 
-// IsTimingMeasurement reports whether a measurement records how long a
-// verifier's own run took rather than what the candidate did.
-func IsTimingMeasurement(name string) bool {
-	return name == MeasureWallTimeMS || name == MeasureCPUTimeMS
+// TimingMeasurements names every measurement that records how long
+// something took (or is computed from such times) rather than what it did.
+// They vary run to run on the same build, so they are left out of the
+// content hash downstream stages are fingerprinted by. This is the one list:
+// a verifier adding a timing measurement adds its name here.
+var TimingMeasurements = []string{
+	MeasureWallTimeMS, MeasureCPUTimeMS, // rtl: simulation wall and CPU time
+	"wall_time_share_ms",                        // gates: batch wall time shared over kernel evidence
+	"run_wall_s",                                // kernels: cpu / triton run wall time
+	"worker_wall_s",                             // kernels: cuda worker wall time
+	"ref_ms_median", "ref_ms_p10", "ref_ms_p90", // kernels: reference timings
+	"cand_ms_median", "cand_ms_p10", "cand_ms_p90", "cand_ms_min", // kernels: candidate timings
+	"ref_spread", "cand_spread", // kernels: timing spread
+	"speedup", "speedup_ci_lo", "speedup_ci_hi", // kernels/selection: ratios of timings
+	"post_sync_ms_max", // kernels: hidden work after synchronisation
 }
+
+// IsTimingMeasurement reports whether a measurement records how long a run
+// took (or derives from such times) rather than what the candidate did. The
+// cuda worker's own measurements are prefixed "worker_"; those ending in
+// "_ms" or "_s" are its timings.
+func IsTimingMeasurement(name string) bool {
+	for _, t := range TimingMeasurements {
+		if name == t {
+			return true
+		}
+	}
+	return strings.HasPrefix(name, "worker_") && (strings.HasSuffix(name, "_ms") || strings.HasSuffix(name, "_s"))
+}
+
+// WithoutTimings returns the evidence without its timing measurements: the
+// part of a verdict that two runs of the same build agree on.
+func (e Evidence) WithoutTimings() Evidence {
+	kept := make([]Measurement, 0, len(e.Measurements))
+	for _, m := range e.Measurements {
+		if !IsTimingMeasurement(m.Name) {
+			kept = append(kept, m)
+		}
+	}
+	e.Measurements = kept
+	return e
+}
+
+// IntM, FloatM and TextM build measurements.
+func IntM(name string, v int64) Measurement { return Measurement{Name: name, Kind: "int", Int: v} }
+func FloatM(name string, v float64) Measurement {
+	return Measurement{Name: name, Kind: "float", Float: v}
+}
+func TextM(name, v string) Measurement { return Measurement{Name: name, Kind: "text", Text: v} }
 
 // Tool names one toolchain component and its version.
 type Tool struct {

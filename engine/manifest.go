@@ -13,11 +13,13 @@ import (
 	"strings"
 )
 
-// ManifestVersion is bumped when the manifest layout changes.
-const ManifestVersion = 1
+// ManifestVersion is bumped when the manifest layout changes. Version 2
+// added content hashes (and fingerprints upstreams by them).
+const ManifestVersion = 2
 
-// InputRef fingerprints one input of a stage: an upstream manifest or a raw
-// file, by sha256 of its bytes.
+// InputRef fingerprints one input of a stage: a raw file by the sha256 of
+// its bytes, an upstream manifest by its ContentHash (so an upstream redone
+// with the same verdicts but new timings leaves this stage current).
 type InputRef struct {
 	Kind   string `json:"kind"` // "manifest" or "file"
 	Path   string `json:"path"`
@@ -37,6 +39,30 @@ type Manifest struct {
 	Inputs     []InputRef       `json:"inputs"`
 	Shards     []ShardInfo      `json:"shards"`
 	Counts     map[string]int64 `json:"counts,omitempty"`
+	// ContentHash covers what downstream stages may depend on: each shard's
+	// path, kind, rows and deterministic content (ShardInfo.ContentSHA256,
+	// timings excluded), and the counts. WriteManifest fills it.
+	ContentHash string `json:"content_hash"`
+}
+
+// ComputeContentHash returns the content hash of m's shards and counts.
+func (m *Manifest) ComputeContentHash() string {
+	type shardContent struct {
+		Path, Kind string
+		Rows       int64
+		Content    string
+	}
+	shards := make([]shardContent, len(m.Shards))
+	for i, s := range m.Shards {
+		shards[i] = shardContent{s.Path, s.Kind, s.Rows, s.Content()}
+	}
+	sort.Slice(shards, func(i, j int) bool { return shards[i].Path < shards[j].Path })
+	// encoding/json sorts map keys, so the counts encode canonically.
+	data, _ := json.Marshal(struct {
+		Shards []shardContent
+		Counts map[string]int64
+	}{shards, m.Counts})
+	return HashString(string(data))
 }
 
 // Rows returns the total rows of a kind.
@@ -60,6 +86,7 @@ func ManifestName(sh Shard) string {
 
 // WriteManifest commits m as dir/name.
 func WriteManifest(dir, name string, m *Manifest) error {
+	m.ContentHash = m.ComputeContentHash()
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err

@@ -23,7 +23,7 @@ func PartStatus(cfg *PipelineConfig, stage string, sh Shard, w WriterOptions) (r
 	if err != nil {
 		return "", err
 	}
-	_, reason = staleReason(filepath.Join(cfg.ResolvedWorkDir(), spec.Name), sh, want)
+	_, reason = staleReason(filepath.Join(cfg.ResolvedWorkDir(), spec.Name), sh, want, nil)
 	return reason, nil
 }
 
@@ -55,10 +55,15 @@ func expectedManifest(cfg *PipelineConfig, spec StageSpec, sh Shard, w WriterOpt
 		Shard: sh.String(), Inputs: refs}, inputs, nil
 }
 
+// reasonCorrupt starts the stale reason of a part whose committed shards no
+// longer match their manifest; the runner warns about those.
+const reasonCorrupt = "shard corrupt: "
+
 // staleReason compares the committed manifest of part sh in dir with the
 // expected one. It returns the committed manifest and "" when the part is
-// current; otherwise why it must run again.
-func staleReason(dir string, sh Shard, want *Manifest) (*Manifest, string) {
+// current; otherwise why it must run again. v caches shard hashes within a
+// run (nil: none).
+func staleReason(dir string, sh Shard, want *Manifest, v *shardVerifier) (*Manifest, string) {
 	have, err := ReadManifest(filepath.Join(dir, ManifestName(sh)))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -87,12 +92,18 @@ func staleReason(dir string, sh Shard, want *Manifest) (*Manifest, string) {
 			return have, "input changed: " + ref.Path
 		}
 	}
-	// A manifest whose files were deleted or truncated is stale.
-	for _, s := range have.Shards {
-		st, err := os.Stat(filepath.Join(dir, s.Path))
-		if err != nil || st.Size() != s.Bytes {
-			return have, "shard missing or truncated: " + s.Path
+	// A manifest whose files were deleted, truncated or altered in place is
+	// stale: every shard is hashed against the sha256 it was committed with
+	// (a same-size flipped byte is caught here, not by a reader's CRC later).
+	if bad := v.corruptShards(dir, have); len(bad) > 0 {
+		why := reasonCorrupt + bad[0].Error()
+		if !bad[0].Altered {
+			why = "shard missing or truncated: " + bad[0].Error()
 		}
+		if len(bad) > 1 {
+			why += fmt.Sprintf(" (and %d more)", len(bad)-1)
+		}
+		return have, why
 	}
 	return have, ""
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -79,6 +80,13 @@ func (r *Runner) Run(ctx context.Context, cfg *PipelineConfig, opts RunOptions) 
 	for _, o := range opts.Only {
 		only[o] = true
 	}
+	v := &shardVerifier{}
+	// Upstreams this run does not include are still checked: a corrupt shard
+	// there is redone before a selected stage reads it.
+	checked := map[string]bool{}
+	for name := range only {
+		checked[name] = true
+	}
 	for _, spec := range cfg.Stages {
 		if len(only) > 0 && !only[spec.Name] {
 			continue
@@ -86,7 +94,12 @@ func (r *Runner) Run(ctx context.Context, cfg *PipelineConfig, opts RunOptions) 
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
-		res, m, err := r.runStage(ctx, cfg, spec, opts, log)
+		if len(only) > 0 {
+			if err := r.repairUpstreams(ctx, cfg, spec, opts, log, v, checked); err != nil {
+				return sum, fmt.Errorf("stage %s: %w", spec.Name, err)
+			}
+		}
+		res, m, err := r.runStage(ctx, cfg, spec, opts, log, v)
 		if err != nil {
 			return sum, fmt.Errorf("stage %s: %w", spec.Name, err)
 		}
@@ -119,7 +132,49 @@ func summaryName(sh Shard) string {
 	return fmt.Sprintf("run-summary-%04d-of-%04d.json", sh.Index, sh.Count)
 }
 
-func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSpec, opts RunOptions, log *slog.Logger) (*StageResult, *Manifest, error) {
+// repairUpstreams redoes, upstreams first, each part of an upstream of spec
+// (not itself part of this run) whose committed shards fail verification,
+// so that `--stage X --force` never has to be preceded by forcing by hand
+// whichever upstream rotted. checked holds the stages already dealt with.
+func (r *Runner) repairUpstreams(ctx context.Context, cfg *PipelineConfig, spec StageSpec, opts RunOptions, log *slog.Logger, v *shardVerifier, checked map[string]bool) error {
+	for _, from := range spec.From {
+		if checked[from] {
+			continue
+		}
+		checked[from] = true
+		fspec, ok := cfg.stageSpec(from)
+		if !ok {
+			continue // Validate rejects this; runStage reports it
+		}
+		if err := r.repairUpstreams(ctx, cfg, fspec, opts, log, v, checked); err != nil {
+			return err
+		}
+		out, _, err := upstreamOutput(filepath.Join(cfg.ResolvedWorkDir(), from), opts.Shard)
+		if err != nil {
+			continue // incomplete: runStage says so
+		}
+		for _, m := range out.Parts {
+			bad := v.corruptShards(out.Dir, m)
+			if len(bad) == 0 {
+				continue
+			}
+			sh, err := ParseShard(m.Shard)
+			if err != nil {
+				return err
+			}
+			log.Warn("upstream shard does not match its manifest; redoing that stage first",
+				"stage", from, "shard", m.Shard, "file", bad[0].Path, "why", bad[0].Reason, "corrupt_files", len(bad))
+			o := opts
+			o.Shard, o.Force = sh, false // the mismatch alone makes it stale
+			if _, _, err := r.runStage(ctx, cfg, fspec, o, log, v); err != nil {
+				return fmt.Errorf("redo upstream %s: %w", from, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSpec, opts RunOptions, log *slog.Logger, v *shardVerifier) (*StageResult, *Manifest, error) {
 	start := time.Now()
 	work := cfg.ResolvedWorkDir()
 	dir := filepath.Join(work, spec.Name)
@@ -141,15 +196,31 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 		return nil, nil, fmt.Errorf("%w: %w", ErrIO, err)
 	}
 	defer unlock()
+	// Temp files of this part are an earlier run's that died (a full disk,
+	// a kill): holding the lock, no live writer owns them.
+	if err := sweepTemps(dir, sh, log); err != nil {
+		return nil, nil, err
+	}
 
 	if !opts.Force {
-		have, why := staleReason(dir, sh, want)
+		have, why := staleReason(dir, sh, want, v)
 		if why == "" {
 			log.Info("stage up to date, skipped", "manifest", mpath)
 			res.Status, res.Rows, res.Counts = "skipped", rowsByKind(have), have.Counts
 			return res, have, nil
 		}
-		log.Debug("stage must run", "why", why)
+		if strings.HasPrefix(why, reasonCorrupt) {
+			log.Warn("committed shard does not match its manifest; redoing the stage", "why", strings.TrimPrefix(why, reasonCorrupt))
+		} else {
+			log.Debug("stage must run", "why", why)
+		}
+	}
+	// Every input shard is checked against its upstream manifest before the
+	// stage reads it.
+	for _, in := range inputs.shards {
+		if mm := v.verify(in.Path, ShardInfo{Bytes: in.Bytes, SHA256: in.SHA256}); mm != nil {
+			return nil, nil, fmt.Errorf("%w: input of stage %s from %s: %v (rerun without --stage to redo %s)", ErrShardCorrupt, spec.Name, in.Stage, mm, in.Stage)
+		}
 	}
 
 	// Anything this shard part left before (a stale manifest, shards of a
@@ -165,16 +236,20 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 		inputs: inputs.shards, writerOp: opts.Writer, prefix: partPrefix(sh), progress: opts.Progress}
 	sc.Files = inputs.files
 	log.Info("stage started", "inputs", len(inputs.shards), "files", len(inputs.files), "shard", sh.String())
-	if err := stage.Run(ctx, sc); err != nil {
+	abortAll := func() {
 		for _, a := range sc.aborts {
 			a()
 		}
+	}
+	if err := stage.Run(ctx, sc); err != nil {
+		abortAll()
 		return nil, nil, err
 	}
 	var shards []ShardInfo
 	for _, w := range sc.writers {
 		infos, err := w.Close()
 		if err != nil {
+			abortAll() // the writers not closed yet drop their temp files
 			return nil, nil, err
 		}
 		shards = append(shards, infos...)
@@ -227,13 +302,18 @@ func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string) (
 		}
 		var fromShards []InputShard
 		for pi, m := range out.Parts {
-			mh, err := HashFile(out.Manifests[pi])
-			if err != nil {
-				return in, nil, err
+			// The content hash, not the manifest's bytes: an upstream redone
+			// with the same verdicts (new timings) leaves this stage current.
+			mh := m.ContentHash
+			if mh == "" {
+				if mh, err = HashFile(out.Manifests[pi]); err != nil {
+					return in, nil, err
+				}
 			}
 			refs = append(refs, InputRef{Kind: "manifest", Path: filepath.Join(from, filepath.Base(out.Manifests[pi])), SHA256: mh})
 			for _, s := range m.Shards {
-				fromShards = append(fromShards, InputShard{Stage: from, Kind: s.Kind, Path: filepath.Join(out.Dir, s.Path), Rows: s.Rows})
+				fromShards = append(fromShards, InputShard{Stage: from, Kind: s.Kind, Path: filepath.Join(out.Dir, s.Path), Rows: s.Rows,
+					Bytes: s.Bytes, SHA256: s.SHA256})
 			}
 		}
 		for i, s := range fromShards {
@@ -313,6 +393,34 @@ func partPrefix(sh Shard) string {
 		return ""
 	}
 	return fmt.Sprintf("part-%04d-of-%04d.", sh.Index, sh.Count)
+}
+
+// sweepTemps removes the temp files of part sh in dir: in a sharded run only
+// those named after the part's own files; the caller holds the part lock.
+func sweepTemps(dir string, sh Shard, log *slog.Logger) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	prefix, mname := partPrefix(sh), ManifestName(sh)
+	for _, e := range ents {
+		name := e.Name()
+		if !IsTempName(name) {
+			continue
+		}
+		mine := prefix == "" || strings.HasPrefix(name, "."+prefix) || strings.HasPrefix(name, "."+mname+".tmp-")
+		if !mine {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w: remove stale temp file: %v", ErrIO, err)
+		}
+		log.Info("removed a stale temp file of an earlier run", "file", filepath.Join(dir, name))
+	}
+	return nil
 }
 
 // clearPart removes this shard part's manifest, shards and temp files. In

@@ -31,7 +31,19 @@ type ParquetReader[T any] struct {
 	pf    *file.Reader
 	rr    pqarrow.RecordReader
 	buf   []T
+
+	lenient bool
+	next    int64             // rows returned before the current batch
+	bad     map[int]*RowError // rows of the current batch that did not convert
 }
+
+// Lenient makes Next return rows whose values do not convert to T (see
+// Codec.Read) instead of failing; RowError tells them apart. Ingest uses it
+// to turn each into a rejection row.
+func (r *ParquetReader[T]) Lenient() { r.lenient = true }
+
+// RowError is the conversion error of row i of the last batch, or nil.
+func (r *ParquetReader[T]) RowError(i int) *RowError { return r.bad[i] }
 
 // OpenParquet opens path for streaming. mem may be nil (Go allocator).
 func OpenParquet[T any](ctx context.Context, path string, mem memory.Allocator) (*ParquetReader[T], error) {
@@ -95,9 +107,24 @@ func (r *ParquetReader[T]) Next() (rows []T, err error) {
 		return nil, io.EOF
 	}
 	rec := r.rr.RecordBatch()
-	r.buf, err = r.codec.Read(rec, r.buf[:0])
+	clear(r.bad)
+	base := r.next
+	r.buf, err = r.codec.ReadChecked(rec, r.buf[:0], func(row int, err error) {
+		if r.bad == nil {
+			r.bad = map[int]*RowError{}
+		}
+		r.bad[row] = &RowError{Path: r.path, Row: base + int64(row) + 1, Err: err}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.path, err)
+	}
+	r.next += int64(len(r.buf))
+	if !r.lenient {
+		for i := range r.buf {
+			if e := r.bad[i]; e != nil {
+				return nil, e
+			}
+		}
 	}
 	return r.buf, nil
 }
@@ -110,6 +137,19 @@ func (r *ParquetReader[T]) Close() error {
 	r.rr.Release()
 	return r.pf.Close()
 }
+
+// RowError is a Parquet row with a value that does not convert to the row
+// type's field (Err names the field). It is an ErrSchema.
+type RowError struct {
+	Path string
+	Row  int64 // 1-based
+	Err  error
+}
+
+func (e *RowError) Error() string {
+	return fmt.Sprintf("%v: %s row %d: %v", ErrSchema, e.Path, e.Row, e.Err)
+}
+func (e *RowError) Unwrap() error { return ErrSchema }
 
 // JSONLError describes one bad line of a JSONL file.
 type JSONLError struct {
@@ -127,13 +167,19 @@ const MaxJSONLLine = 256 << 20
 // ScanJSONL calls fn for every non-blank line of a JSONL file with the line
 // number and raw bytes (valid only during the call). A line with invalid
 // UTF-8 or over MaxJSONLLine is passed to bad instead, and scanning goes on.
+//
+// The file may be gzip- or zstd-compressed (see OpenInput); a file that is
+// not JSONL text at all is one ErrInput, not a rejection per line.
 func ScanJSONL(path string, fn func(line int64, raw []byte) error, bad func(*JSONLError)) error {
-	f, err := os.Open(path)
+	in, format, err := OpenInput(path)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInput, err)
+		return err
 	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
+	defer in.Close()
+	if format.Kind == FormatParquet {
+		return fmt.Errorf("%w: %s: Parquet data (magic PAR1) where JSONL was expected; name it .parquet", ErrInput, path)
+	}
+	br := bufio.NewReaderSize(in, 1<<20)
 	var line int64
 	var buf []byte
 	for {
@@ -151,7 +197,7 @@ func ScanJSONL(path string, fn func(line int64, raw []byte) error, bad func(*JSO
 			continue
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("%w: %s: read at line %d: %v", ErrInput, path, line+1, err)
+			return fmt.Errorf("%w: %s: read %s at line %d: %v", ErrInput, path, format, line+1, err)
 		}
 		if len(buf) > 0 {
 			line++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"hash"
 	"io"
@@ -27,6 +28,9 @@ type WriterOptions struct {
 	// Allocator for Arrow buffers; nil means the Go allocator. Tests pass a
 	// checked allocator to prove every buffer is released.
 	Allocator memory.Allocator
+	// WrapFile, when set, wraps the writer of every shard file. Tests use it
+	// to make writes fail (a disk that fills after N bytes) deterministically.
+	WrapFile func(io.Writer) io.Writer
 }
 
 // DefaultWriterOptions: 64 MiB row groups, 512 MiB shards.
@@ -41,6 +45,26 @@ type ShardInfo struct {
 	Rows   int64  `json:"rows"`
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
+	// ContentSHA256 hashes the rows without their timings, for row types
+	// that carry some (TimedRow); empty when the file bytes are the content.
+	ContentSHA256 string `json:"content_sha256,omitempty"`
+}
+
+// Content is the shard's deterministic content hash: ContentSHA256, or the
+// file's sha256 for row types without timings.
+func (s ShardInfo) Content() string {
+	if s.ContentSHA256 != "" {
+		return s.ContentSHA256
+	}
+	return s.SHA256
+}
+
+// TimedRow is implemented by row types holding wall-clock measurements
+// (verdict timings, latencies). WithoutTimings returns the row with them
+// zeroed or dropped; the shard's content hash covers that copy, so reruns
+// that differ only in timings leave downstream stages current.
+type TimedRow[T any] interface {
+	WithoutTimings() T
 }
 
 // ShardWriter writes rows of T as a sequence of Parquet shard files named
@@ -57,13 +81,16 @@ type ShardWriter[T any] struct {
 	buffered int64
 	pending  int64
 
-	f      *os.File
-	fw     *pqarrow.FileWriter
-	cw     *countingWriter
-	rows   int64
-	seq    int
-	shards []ShardInfo
-	closed bool
+	f         *os.File
+	fw        *pqarrow.FileWriter
+	cw        *countingWriter
+	timed     bool      // T implements TimedRow[T]
+	keepEmpty bool      // commit an empty shard when no row was written
+	content   hash.Hash // the current file's rows without timings (timed only)
+	rows      int64
+	seq       int
+	shards    []ShardInfo
+	closed    bool
 }
 
 type countingWriter struct {
@@ -98,7 +125,23 @@ func NewShardWriter[T any](dir, prefix, kind string, opts WriterOptions) (*Shard
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrIO, err)
 	}
-	return &ShardWriter[T]{dir: dir, prefix: prefix, kind: kind, opts: opts, codec: c, mem: mem}, nil
+	var zero T
+	_, timed := any(zero).(TimedRow[T])
+	return &ShardWriter[T]{dir: dir, prefix: prefix, kind: kind, opts: opts, codec: c, mem: mem, timed: timed}, nil
+}
+
+// hashContent adds a row, timings removed, to the current file's content
+// hash. JSON of a struct is canonical (fields in order, map keys sorted).
+func (w *ShardWriter[T]) hashContent(row *T) error {
+	if w.content == nil {
+		w.content = sha256.New()
+	}
+	data, err := json.Marshal(any(*row).(TimedRow[T]).WithoutTimings())
+	if err != nil {
+		return fmt.Errorf("%w: content hash of a %T row: %v", ErrSchema, *row, err)
+	}
+	w.content.Write(append(data, '\n'))
+	return nil
 }
 
 // Write buffers rows, cutting row groups and shards as sizes are reached.
@@ -110,6 +153,11 @@ func (w *ShardWriter[T]) Write(rows ...T) error {
 		w.bld = array.NewRecordBuilder(w.mem, w.codec.Schema())
 	}
 	for i := range rows {
+		if w.timed {
+			if err := w.hashContent(&rows[i]); err != nil {
+				return err
+			}
+		}
 		w.buffered += int64(w.codec.Append(w.bld, &rows[i]))
 		w.pending++
 		if w.buffered >= w.opts.RowGroupBytes {
@@ -133,7 +181,7 @@ func (w *ShardWriter[T]) flushRowGroup() error {
 	rec := w.bld.NewRecordBatch()
 	defer rec.Release()
 	if err := w.fw.Write(rec); err != nil {
-		return fmt.Errorf("%w: write row group to %s: %v", ErrIO, w.f.Name(), err)
+		return fmt.Errorf("%w: write row group to %s: %w", ErrIO, w.f.Name(), err)
 	}
 	w.rows += w.pending
 	w.pending, w.buffered = 0, 0
@@ -154,7 +202,11 @@ func (w *ShardWriter[T]) openFile() error {
 		return fmt.Errorf("%w: %v", ErrIO, err)
 	}
 	w.f = f
-	w.cw = &countingWriter{w: f, h: sha256.New()}
+	var out io.Writer = f
+	if w.opts.WrapFile != nil {
+		out = w.opts.WrapFile(f)
+	}
+	w.cw = &countingWriter{w: out, h: sha256.New()}
 	props := parquet.NewWriterProperties(
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithAllocator(w.mem),
@@ -164,8 +216,7 @@ func (w *ShardWriter[T]) openFile() error {
 	aprops := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(w.mem))
 	fw, err := pqarrow.NewFileWriter(w.codec.Schema(), w.cw, props, aprops)
 	if err != nil {
-		f.Close()
-		os.Remove(f.Name())
+		w.discardFile()
 		return fmt.Errorf("%w: parquet writer: %v", ErrIO, err)
 	}
 	w.fw = fw
@@ -175,26 +226,36 @@ func (w *ShardWriter[T]) openFile() error {
 
 // finishFile writes the footer, verifies it by re-reading, and commits.
 func (w *ShardWriter[T]) finishFile() error {
-	if err := w.fw.Close(); err != nil {
-		w.f.Close()
-		os.Remove(w.f.Name())
-		return fmt.Errorf("%w: close parquet %s: %v", ErrIO, w.f.Name(), err)
-	}
 	tmp := w.f.Name()
+	err := w.fw.Close()
+	w.fw = nil
+	if err != nil {
+		w.discardFile()
+		return fmt.Errorf("%w: close parquet %s: %w", ErrIO, tmp, err)
+	}
 	if err := verifyFooter(tmp, w.rows); err != nil {
-		w.f.Close()
-		os.Remove(tmp)
+		w.discardFile()
 		return err
 	}
 	final := w.finalPath()
-	if err := commitFile(w.f, final); err != nil {
+	err = commitFile(w.f, final) // removes the temp file itself on failure
+	w.f = nil
+	if err != nil {
+		w.discardFile()
 		return err
 	}
-	w.shards = append(w.shards, ShardInfo{
+	info := ShardInfo{
 		Path: filepath.Base(final), Kind: w.kind, Rows: w.rows, Bytes: w.cw.n,
 		SHA256: hex.EncodeToString(w.cw.h.Sum(nil)),
-	})
-	w.f, w.fw, w.cw = nil, nil, nil
+	}
+	if w.timed {
+		if w.content == nil {
+			w.content = sha256.New() // an empty shard
+		}
+		info.ContentSHA256 = hex.EncodeToString(w.content.Sum(nil))
+	}
+	w.shards = append(w.shards, info)
+	w.f, w.fw, w.cw, w.content = nil, nil, nil, nil
 	w.seq++
 	return nil
 }
@@ -211,8 +272,14 @@ func verifyFooter(path string, rows int64) error {
 	return nil
 }
 
+// KeepEmpty makes a writer that never receives a row commit one empty shard
+// (schema, no rows) instead of none, so that an empty input still gives a
+// file any Parquet reader opens (and globs like items-*.parquet match).
+func (w *ShardWriter[T]) KeepEmpty() { w.keepEmpty = true }
+
 // Close flushes, commits the last shard and returns every committed shard.
-// A writer that never received a row commits no file. Close is idempotent.
+// A writer that never received a row commits no file unless KeepEmpty was
+// called. Close is idempotent.
 func (w *ShardWriter[T]) Close() ([]ShardInfo, error) {
 	if w.closed {
 		return w.shards, nil
@@ -225,10 +292,17 @@ func (w *ShardWriter[T]) Close() ([]ShardInfo, error) {
 		}
 	}()
 	if err := w.flushRowGroup(); err != nil {
+		w.discardFile()
 		return nil, err
+	}
+	if w.fw == nil && len(w.shards) == 0 && w.keepEmpty {
+		if err := w.openFile(); err != nil {
+			return nil, err
+		}
 	}
 	if w.fw != nil {
 		if err := w.finishFile(); err != nil {
+			w.discardFile()
 			return nil, err
 		}
 	}
@@ -245,13 +319,21 @@ func (w *ShardWriter[T]) Abort() {
 		w.bld.Release()
 		w.bld = nil
 	}
+	w.discardFile()
+}
+
+// discardFile closes and removes the uncommitted temp file, if any. Every
+// error path goes through it, so a failed write (a full disk above all)
+// leaves no temp file behind to keep the disk full.
+func (w *ShardWriter[T]) discardFile() {
 	if w.fw != nil {
-		w.fw.Close()
+		_ = w.fw.Close()
 	}
 	if w.f != nil {
-		w.f.Close()
-		os.Remove(w.f.Name())
+		_ = w.f.Close()
+		_ = os.Remove(w.f.Name())
 	}
+	w.f, w.fw, w.cw, w.content = nil, nil, nil, nil
 }
 
 // Shards returns the shards committed so far.

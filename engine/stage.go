@@ -152,6 +152,10 @@ type InputShard struct {
 	Kind  string
 	Path  string
 	Rows  int64
+	// Bytes and SHA256 as the upstream manifest records them; the runner
+	// checks the file against them before the stage runs.
+	Bytes  int64
+	SHA256 string
 }
 
 // StageContext is what a running stage sees.

@@ -20,6 +20,7 @@ func commands() []*cobra.Command {
 		newPackCmd(),
 		newReportCmd(),
 		newPlanCmd(),
+		newVerifyShardsCmd(),
 	}
 }
 

@@ -140,9 +140,11 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return fmt.Errorf("%w: %v", engine.ErrIO, err)
 	}
-	if err := clearOutputs(o.Out, "kept", "rejections"); err != nil {
+	release, err := engine.PrepareOutput(ctx, o.Out, []string{"manifest.json"}, "kept", "rejections")
+	if err != nil {
 		return err
 	}
+	defer release()
 	src := dedup.FileSource{Paths: o.In, IDField: o.IDField, TextFields: o.TextFields, ReuseSignatures: o.Reuse}
 	// The bar follows the signature pass over the input; the second pass
 	// below re-reads it to write the outputs.
@@ -200,6 +202,8 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 	}{kept, rejects} {
 		infos, err := w.Close()
 		if err != nil {
+			kept.Abort() // whichever is still open drops its temp file
+			rejects.Abort()
 			return err
 		}
 		m.Shards = append(m.Shards, infos...)

@@ -48,13 +48,16 @@ func runIngest(ctx context.Context, o IngestOptions) error {
 	if o.Out == "" {
 		return fmt.Errorf("%w: --out is required", errUsage)
 	}
-	if err := clearOutputs(o.Out, "items", "rejections"); err != nil {
+	release, err := engine.PrepareOutput(ctx, o.Out, []string{"manifest.json"}, "items", "rejections")
+	if err != nil {
 		return err
 	}
+	defer release()
 	items, err := engine.NewShardWriter[engine.Item](o.Out, "items", "items", o.Writer)
 	if err != nil {
 		return err
 	}
+	items.KeepEmpty() // an empty input is an empty, readable shard, not no file
 	rejects, err := engine.NewShardWriter[engine.Rejection](o.Out, "rejections", "rejections", o.Writer)
 	if err != nil {
 		items.Abort()
@@ -80,6 +83,8 @@ func runIngest(ctx context.Context, o IngestOptions) error {
 	}{items, rejects} {
 		infos, err := w.Close()
 		if err != nil {
+			items.Abort() // whichever is still open drops its temp file
+			rejects.Abort()
 			return err
 		}
 		m.Shards = append(m.Shards, infos...)

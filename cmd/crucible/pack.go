@@ -24,6 +24,7 @@ type PackOptions struct {
 	Out      string
 	Template string // YAML file with a pack.Template; empty: ChatML with <think>
 	Config   pack.Config
+	Writer   engine.WriterOptions // sizes come from Config; tests set WrapFile
 	Stdout   io.Writer
 }
 
@@ -82,9 +83,15 @@ func runPack(ctx context.Context, o PackOptions) error {
 		}
 		cfg.Template = &tm
 	}
+	release, err := engine.PrepareOutput(ctx, o.Out, []string{"manifest.json", pack.ManifestFile},
+		pack.KindPacked, pack.KindDropped, pack.KindRejections)
+	if err != nil {
+		return err
+	}
+	defer release()
 	pack.TuneGC()
 	pctx, done := readProgress(ctx, "pack", engine.InputBytes(inputs))
-	m, err := pack.Run(pctx, cfg, inputs, o.Out, slog.Default())
+	m, err := pack.RunWithWriter(pctx, cfg, inputs, o.Out, o.Writer, slog.Default())
 	done()
 	if err != nil {
 		return err
@@ -106,7 +113,7 @@ func expandPackInputs(in []string) ([]string, error) {
 			continue
 		}
 		var found []string
-		for _, pat := range []string{"*.jsonl", "*.parquet"} {
+		for _, pat := range append(engine.JSONLGlobs(), "*.parquet") {
 			m, _ := filepath.Glob(filepath.Join(p, pat))
 			found = append(found, m...)
 		}

@@ -305,7 +305,7 @@ func shardInputs(paths []string, kind string) ([]string, error) {
 			continue
 		}
 		var found []string
-		for _, ext := range []string{"*.jsonl", "*.parquet"} {
+		for _, ext := range append(engine.JSONLGlobs(), "*.parquet") {
 			g, _ := filepath.Glob(filepath.Join(p, ext))
 			found = append(found, g...)
 		}

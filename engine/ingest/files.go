@@ -10,5 +10,5 @@ import (
 func isTaskJSON(path string) bool { return filepath.Base(path) == "task.json" }
 
 func isDataFile(path string) bool {
-	return strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".json") && !isTaskJSON(path) || engine.IsParquet(path)
+	return engine.IsJSONLName(path) || strings.HasSuffix(path, ".json") && !isTaskJSON(path) || engine.IsParquet(path)
 }

@@ -70,7 +70,7 @@ func New(preset string, sink Sink) (*Ingester, error) {
 
 // IngestPaths ingests files and directories in order. A directory under
 // the taskdir preset is a folder of task folders; under other presets it
-// stands for the .jsonl and .parquet files below it.
+// stands for the .jsonl (also .jsonl.gz, .jsonl.zst) and .parquet files below it.
 func (g *Ingester) IngestPaths(ctx context.Context, paths []string) error {
 	files, err := g.expand(paths)
 	if err != nil {
@@ -107,7 +107,7 @@ func (g *Ingester) expand(paths []string) ([]string, error) {
 			case d.IsDir():
 			case g.Preset == PresetTaskDir && name == "task.json":
 				out = append(out, path)
-			case g.Preset != PresetTaskDir && (strings.HasSuffix(name, ".jsonl") || engine.IsParquet(name)):
+			case g.Preset != PresetTaskDir && (engine.IsJSONLName(name) || engine.IsParquet(name)):
 				out = append(out, path)
 			}
 			return nil
@@ -180,12 +180,15 @@ func (g *Ingester) ingestParquet(ctx context.Context, path string, mtime time.Ti
 	return g.parquetRows(ctx, path, func(it engine.Item) engine.Item { return it }, mtime)
 }
 
-func parquetLoop[T any](ctx context.Context, path string, fn func(row int64, v T) error) error {
+// parquetLoop calls fn for every row; a row with a value that does not
+// convert to T's field types (see engine.Codec.Read) goes to bad instead.
+func parquetLoop[T any](ctx context.Context, path string, fn func(row int64, v T) error, bad func(*engine.RowError) error) error {
 	r, err := engine.OpenParquet[T](ctx, path, nil)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	r.Lenient()
 	var row int64
 	for {
 		rows, err := r.Next()
@@ -195,9 +198,14 @@ func parquetLoop[T any](ctx context.Context, path string, fn func(row int64, v T
 		if err != nil {
 			return fmt.Errorf("%w (after row %d)", err, row)
 		}
-		for _, v := range rows {
+		for i, v := range rows {
 			row++
-			if err := fn(row, v); err != nil {
+			if rerr := r.RowError(i); rerr != nil {
+				err = bad(rerr)
+			} else {
+				err = fn(row, v)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -205,19 +213,24 @@ func parquetLoop[T any](ctx context.Context, path string, fn func(row int64, v T
 }
 
 func (g *Ingester) parquetRows(ctx context.Context, path string, conv any, mtime time.Time) error {
+	bad := func(e *engine.RowError) error {
+		g.Stats.Rows++
+		g.meter.Row(0)
+		return g.reject("", path, e.Row, "invalid_value", e.Err.Error())
+	}
 	switch f := conv.(type) {
 	case func(veRow) engine.Item:
 		return parquetLoop(ctx, path, func(row int64, v veRow) error {
 			g.Stats.Rows++
 			g.meter.Row(0)
 			return g.acceptChecked(f(v), path, row, mtime)
-		})
+		}, bad)
 	case func(engine.Item) engine.Item:
 		return parquetLoop(ctx, path, func(row int64, v engine.Item) error {
 			g.Stats.Rows++
 			g.meter.Row(0)
 			return g.acceptChecked(f(v), path, row, mtime)
-		})
+		}, bad)
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) err
 	if err != nil {
 		return err
 	}
+	items.KeepEmpty() // an empty input is an empty, readable shard, not no file
 	rejects, err := engine.StageWriter[engine.Rejection](sc, "rejections")
 	if err != nil {
 		return err

@@ -37,6 +37,13 @@ type YieldRow struct {
 	CostPerAdmitted float64 `arrow:"cost_per_admitted_s" json:"cost_per_admitted_s"`
 }
 
+// WithoutTimings zeroes the simulator-time columns (see engine.TimedRow):
+// the yield itself is deterministic, the seconds spent on it are not.
+func (y YieldRow) WithoutTimings() YieldRow {
+	y.SimSeconds, y.CostPerAdmitted = 0, 0
+	return y
+}
+
 // BuildYield aggregates candidates per operator, in operator-name order,
 // plus the total row "*".
 func BuildYield(cands []*Candidate) []YieldRow {

@@ -98,7 +98,12 @@ func openWriter[T any](t target, kind string) (*engine.ShardWriter[T], error) {
 // Run packs the trajectories in inputs (JSONL or Parquet files) into outDir
 // and writes the pack manifest there.
 func Run(ctx context.Context, cfg Config, inputs []string, outDir string, log *slog.Logger) (*Manifest, error) {
-	opts := engine.DefaultWriterOptions()
+	return RunWithWriter(ctx, cfg, inputs, outDir, engine.DefaultWriterOptions(), log)
+}
+
+// RunWithWriter is Run with the shard writer's options (cfg's sizes, when
+// set, override opts').
+func RunWithWriter(ctx context.Context, cfg Config, inputs []string, outDir string, opts engine.WriterOptions, log *slog.Logger) (*Manifest, error) {
 	if cfg.RowGroupBytes > 0 {
 		opts.RowGroupBytes = cfg.RowGroupBytes
 	}

@@ -85,6 +85,13 @@ type ChatLog struct {
 	LatencyMS float64   `arrow:"latency_ms" json:"latency_ms"`
 }
 
+// WithoutTimings drops the exchange's clock time and latency (see
+// engine.TimedRow): the content hash of a chat log covers what was said.
+func (l ChatLog) WithoutTimings() ChatLog {
+	l.Time, l.LatencyMS = time.Time{}, 0
+	return l
+}
+
 // LogSink receives every exchange (e.g. an engine.ShardWriter[ChatLog]'s Write).
 type LogSink func(ChatLog) error
 
