@@ -73,6 +73,9 @@ func TestKernelTrajectoryOnTheCPUBackend(t *testing.T) {
 	tr := res.Trajectories[0]
 	want := []string{OutcomeCompilationError, OutcomeNumericMismatch, OutcomePass}
 	if tr.Rounds != 3 || tr.FinalVerdict != VerdictPass || tr.Tag != "kernel/kernel" {
+		for k, tu := range tr.Turns {
+			t.Logf("turn %d: %+v", k+1, tu.Observation)
+		}
 		t.Fatalf("%s after %d rounds (%s)", tr.FinalVerdict, tr.Rounds, tr.Tag)
 	}
 	for k, tu := range tr.Turns {
