@@ -210,7 +210,7 @@ func TestSuspiciousSpeedupGate(t *testing.T) {
 	defer v.Close()
 	ev := v.Verify(context.Background(), map[string]engine.Item{it.ItemID: it}, cpuCandidate(t, it.ItemID, "correct"))
 	if ev.Status != engine.StatusFail || ev.FailureStage != engine.StageExploit {
-		t.Fatalf("got %s/%s %s", ev.Status, ev.FailureStage, ev.Cause)
+		t.Fatalf("got %s/%s %s\n%+v", ev.Status, ev.FailureStage, ev.Cause, ev.Measurements)
 	}
 	if m, ok := ev.Measurement("exploit_" + GateSuspiciousSpeedup); !ok || m.Int != 1 {
 		t.Fatalf("gate did not fire: %s", ev.Cause)

@@ -65,7 +65,13 @@
 // candidate's own process: forgeable, see below). Reports: median,
 // P10/P90, spread, a percentile-bootstrap interval of the median speedup;
 // "faster" needs its lower bound >= SpeedupThreshold. Timings never decide
-// pass or fail except through the suspicious_speedup gate.
+// pass or fail except through the suspicious_speedup gate, which is built
+// to mean the same on a busy host: it is armed only with at least
+// SuspiciousSamples timed calls per side (measurement
+// suspicious_gate_armed) and fires when the reference's fastest call is
+// more than SuspiciousSpeedup times the candidate's fastest and the
+// interval says "faster" (preemption only lengthens calls, so the fastest
+// call of each side is its least-disturbed one; medians move either way).
 //
 // Harness strength: before judging a task's candidates (cached per task
 // like the reference build) its comparison is tried on trivial candidates

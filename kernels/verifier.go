@@ -22,18 +22,19 @@ import (
 // Config tunes the verifier. Zero values are not defaults: start from
 // DefaultConfig.
 type Config struct {
-	Backend           string        `yaml:"backend"`            // auto | cpu | cuda | triton
-	Trials            int           `yaml:"trials"`             // trials, each with fresh seeded inputs; all must pass
-	Warmup            int           `yaml:"warmup"`             // untimed calls per side before timing
-	Reps              int           `yaml:"reps"`               // timed calls per side per trial (interleaved ref/cand)
-	FlushBytes        int64         `yaml:"flush_bytes"`        // cache-flush buffer written before every timed call (0: GPU uses 2×L2)
-	Timeout           time.Duration `yaml:"timeout"`            // wall clock per candidate run
-	CompileTimeout    time.Duration `yaml:"compile_timeout"`    // per compilation (also its CPU-time limit)
-	CompileMemBytes   int64         `yaml:"compile_mem_bytes"`  // cpu backend: address-space limit of the C compiler
-	MemLimitBytes     int64         `yaml:"mem_limit_bytes"`    // cpu backend: address-space limit of the child
-	Workers           int           `yaml:"workers"`            // concurrent candidates on the cpu backend
-	SpeedupThreshold  float64       `yaml:"speedup_threshold"`  // "faster" needs the CI's lower bound >= this
-	SuspiciousSpeedup float64       `yaml:"suspicious_speedup"` // above this the suspicious_speedup gate fires
+	Backend           string        `yaml:"backend"`                // auto | cpu | cuda | triton
+	Trials            int           `yaml:"trials"`                 // trials, each with fresh seeded inputs; all must pass
+	Warmup            int           `yaml:"warmup"`                 // untimed calls per side before timing
+	Reps              int           `yaml:"reps"`                   // timed calls per side per trial (interleaved ref/cand)
+	FlushBytes        int64         `yaml:"flush_bytes"`            // cache-flush buffer written before every timed call (0: GPU uses 2×L2)
+	Timeout           time.Duration `yaml:"timeout"`                // wall clock per candidate run
+	CompileTimeout    time.Duration `yaml:"compile_timeout"`        // per compilation (also its CPU-time limit)
+	CompileMemBytes   int64         `yaml:"compile_mem_bytes"`      // cpu backend: address-space limit of the C compiler
+	MemLimitBytes     int64         `yaml:"mem_limit_bytes"`        // cpu backend: address-space limit of the child
+	Workers           int           `yaml:"workers"`                // concurrent candidates on the cpu backend
+	SpeedupThreshold  float64       `yaml:"speedup_threshold"`      // "faster" needs the CI's lower bound >= this
+	SuspiciousSpeedup float64       `yaml:"suspicious_speedup"`     // above this the suspicious_speedup gate fires
+	SuspiciousSamples int           `yaml:"suspicious_min_samples"` // timed calls per side the gate needs before it may fire
 	BootstrapRounds   int           `yaml:"bootstrap_rounds"`
 	Alpha             float64       `yaml:"alpha"`        // 1 - confidence of the speedup interval
 	MaxAttempts       int           `yaml:"max_attempts"` // attempts for infrastructure failures
@@ -47,7 +48,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Backend: BackendAuto, Trials: 5, Warmup: 2, Reps: 5, FlushBytes: 8 << 20, Timeout: 60 * time.Second,
 		CompileTimeout: 60 * time.Second, CompileMemBytes: 1 << 30, MemLimitBytes: 1 << 30, Workers: runtime.NumCPU(), SpeedupThreshold: 1.05,
-		SuspiciousSpeedup: 100, BootstrapRounds: 1000, Alpha: 0.05, MaxAttempts: 2, CC: "gcc", Python: "python3"}
+		SuspiciousSpeedup: 100, SuspiciousSamples: 8, BootstrapRounds: 1000, Alpha: 0.05, MaxAttempts: 2, CC: "gcc", Python: "python3"}
 }
 
 // Validate reports every bad field.
@@ -91,6 +92,9 @@ func (c Config) Validate() error {
 	}
 	if c.SuspiciousSpeedup <= c.SpeedupThreshold {
 		bad("suspicious_speedup (%g) must exceed speedup_threshold (%g)", c.SuspiciousSpeedup, c.SpeedupThreshold)
+	}
+	if c.SuspiciousSamples < 2 {
+		bad("suspicious_min_samples must be >= 2, got %d", c.SuspiciousSamples)
 	}
 	if c.BootstrapRounds < 0 {
 		bad("bootstrap_rounds must be >= 0, got %d", c.BootstrapRounds)
@@ -227,9 +231,20 @@ func (v *Verifier) evidence(ev engine.Evidence, t *Task, c engine.Candidate, o O
 			engine.FloatM("cand_ms_min", ct.Min), engine.FloatM("ref_spread", rt.Spread()), engine.FloatM("cand_spread", ct.Spread()),
 			engine.IntM("timed_samples", int64(ct.N)), engine.FloatM("speedup", point),
 			engine.FloatM("speedup_ci_lo", lo), engine.FloatM("speedup_ci_hi", hi), engine.IntM("faster", faster))
-		if o.Stage == "" && lo > v.cfg.SuspiciousSpeedup {
-			o.exploit(GateSuspiciousSpeedup, fmt.Sprintf("speedup CI lower bound %.1fx exceeds the plausibility ceiling %.0fx", lo, v.cfg.SuspiciousSpeedup))
+		// The gate fails a candidate on timing alone, so it must not fire on
+		// noise, nor miss on it: a busy host preempts calls and only ever
+		// lengthens them, which moves medians and their interval either way.
+		// The fastest call of each side is its least-disturbed one, so the
+		// gate compares those: armed with enough calls per side, it fires
+		// when the ratio of the fastest calls exceeds the ceiling and the
+		// interval says the candidate is faster at all.
+		armed := rt.N >= v.cfg.SuspiciousSamples && ct.N >= v.cfg.SuspiciousSamples
+		m = append(m, engine.IntM("suspicious_gate_armed", boolInt(armed)))
+		if o.Stage == "" && armed && ct.Min > 0 && rt.Min/ct.Min > v.cfg.SuspiciousSpeedup && faster == 1 {
+			o.exploit(GateSuspiciousSpeedup, fmt.Sprintf("the reference's fastest call is %.0fx the candidate's (plausibility ceiling %.0fx; speedup CI %.1f-%.1fx)",
+				rt.Min/ct.Min, v.cfg.SuspiciousSpeedup, lo, hi))
 		}
+
 	}
 	gates := make([]string, 0, len(o.Exploits))
 	for g := range o.Exploits {
@@ -284,6 +299,13 @@ func (v *Verifier) evidence(ev engine.Evidence, t *Task, c engine.Candidate, o O
 	ev.Cause = strings.ToValidUTF8(ev.Cause, "\uFFFD")
 	ev.LogExcerpt = strings.ToValidUTF8(excerpt(o.Log), "\uFFFD")
 	return ev
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func finite(x float64) float64 {

@@ -22,11 +22,7 @@ for _ in 1 2; do
 done
 echo "test-load: ${#busy[@]} busy loops running (pids ${busy[*]}) on $(nproc) cores"
 start=$(date +%s)
-# Known load flake, left out here until fixed (it runs in the normal pass):
-# under the busy loops the synth loop on the cpu kernel backend once took 4
-# rounds instead of 3 (the reference's turn did not pass first time); the
-# test now logs every turn's observation when it fails.
-$GO test -count=1 -timeout "$TIMEOUT" -skip '^TestKernelTrajectoryOnTheCPUBackend$' "${load_pkgs[@]}"
+$GO test -count=1 -timeout "$TIMEOUT" "${load_pkgs[@]}"
 echo "test-load: loaded pass took $(( $(date +%s) - start )) s"
 stop_busy
 
