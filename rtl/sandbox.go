@@ -144,14 +144,16 @@ func runLimited(ctx context.Context, dir string, lim Limits, timeout time.Durati
 	res.Stdout = newCapture(lim.OutputKeepBytes, lim.OutputKillBytes, onLimit)
 	res.Stderr = newCapture(lim.OutputKeepBytes, lim.OutputKillBytes, onLimit)
 	p, err := sandbox.Start(sandbox.Spec{Argv: argv, Env: jobEnv, Dir: dir, Limits: sandboxLimits(lim),
-		Timeout: timeout, Stdout: res.Stdout, Stderr: res.Stderr})
+		Timeout: timeout, Stdout: res.Stdout, Stderr: res.Stderr, Hold: onStart != nil})
 	if err != nil {
 		res.SandboxErr = err
 		return res, nil
 	}
 	k.set(p)
 	if onStart != nil {
+		// Held: the hook acts before any of the job runs, however fast it is.
 		onStart(p.Pid())
+		p.Release()
 	}
 	r := p.Wait(ctx)
 	if r.Killed && !res.OutputExceeded && ctx.Err() != nil {

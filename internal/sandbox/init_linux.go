@@ -37,6 +37,12 @@ func runInit(blob string) {
 	runtime.LockOSThread()
 	_ = os.Unsetenv(envInit)
 	syscall.CloseOnExec(3)
+	var peek struct {
+		HoldFD int `json:"hold_fd"`
+	}
+	if json.Unmarshal([]byte(blob), &peek) == nil && peek.HoldFD > 0 {
+		syscall.CloseOnExec(peek.HoldFD)
+	}
 	out := os.NewFile(3, "report")
 	report := func(r initReport) {
 		b, _ := json.Marshal(r)
@@ -81,6 +87,13 @@ func runInit(blob string) {
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		fail("setup", fmt.Errorf("no_new_privs: %w", err))
+	}
+	if cfg.HoldFD > 0 {
+		// Spec.Hold: wait for the parent's go (a byte, or EOF when it is
+		// gone). The fd is close-on-exec and never one of the job's.
+		hold := os.NewFile(uintptr(cfg.HoldFD), "hold")
+		_, _ = hold.Read(make([]byte, 1))
+		hold.Close()
 	}
 	pid, err := startJob(cfg)
 	if err != nil {

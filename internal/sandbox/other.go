@@ -31,4 +31,5 @@ func ReadFile(dir, name string, max int64) ([]byte, error) { return nil, errOS }
 
 func (p *Process) Pid() int                    { return 0 }
 func (p *Process) Kill()                       {}
+func (p *Process) Release()                    {}
 func (p *Process) Wait(context.Context) Result { return Result{ExitCode: -1, SandboxErr: errOS} }

@@ -79,6 +79,11 @@ type Spec struct {
 	// (a pipe or a memfd for results that must not go through the job
 	// directory). The caller keeps its own copies.
 	ExtraFiles []*os.File
+	// Hold makes the init wait, with the namespaces and the view built,
+	// until Process.Release before it starts the job: a test can act on a
+	// running sandbox (kill it, read its state) before any of the job runs,
+	// so what it tests never depends on how fast the job is.
+	Hold bool
 }
 
 // Result is what the verifier observed of one tree, never what the tree

@@ -716,3 +716,32 @@ func TestJobDirTooLarge(t *testing.T) {
 		t.Errorf("Start after 400 files: %v, want ErrJobDirTooLarge", err)
 	}
 }
+
+// A held tree runs none of its job until Release: a kill before it leaves
+// no trace of the job; after Release the job runs as usual.
+func TestHoldRunsNothingUntilRelease(t *testing.T) {
+	requireSandbox(t)
+	for _, release := range []bool{false, true} {
+		dir := t.TempDir()
+		p, err := Start(Spec{Argv: []string{"sh", "-c", "echo ran > ran"}, Dir: dir, Limits: testLimits, Timeout: time.Minute, Hold: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "ran")); !os.IsNotExist(err) {
+			t.Fatalf("held job ran before Release (stat: %v)", err)
+		}
+		if release {
+			p.Release()
+		} else {
+			p.Kill()
+		}
+		res := p.Wait(context.Background())
+		_, err = os.Stat(filepath.Join(dir, "ran"))
+		switch {
+		case release && (!res.Exited0() || err != nil):
+			t.Fatalf("released job: %+v, ran: %v", res, err)
+		case !release && (!res.Killed || !os.IsNotExist(err)):
+			t.Fatalf("killed while held: %+v, ran: %v", res, err)
+		}
+	}
+}

@@ -40,6 +40,9 @@ type initConfig struct {
 	ExtraFiles int `json:"extra_files,omitempty"`
 	// ForcePrlimit skips the ptrace way of setting limits (tests).
 	ForcePrlimit bool `json:"force_prlimit,omitempty"`
+	// HoldFD, when not 0, is the init's fd of Spec.Hold's pipe: it reads
+	// one byte (or EOF) from it before starting the job.
+	HoldFD int `json:"hold_fd,omitempty"`
 }
 
 // initReport is the init's one message to the parent, on fd 3.
@@ -61,6 +64,7 @@ type Process struct {
 	exited  chan struct{}
 	report  chan []byte
 	waitErr error
+	hold    *os.File // Spec.Hold's write end until Release
 
 	mu       sync.Mutex
 	killedBy string // "", "timeout" or "caller"
@@ -103,6 +107,17 @@ func Start(spec Spec) (*Process, error) {
 	cfg := initConfig{Dir: spec.Dir, WorkDir: spec.WorkDir, Binds: spec.Binds, Argv: spec.Argv,
 		Env: jobEnv(spec.Env), Limits: spec.Limits, Hostname: "sandbox", OwnUID: ids.own, ForcePrlimit: forcePrlimit,
 		ExtraFiles: len(spec.ExtraFiles)}
+	extra := append([]*os.File(nil), spec.ExtraFiles...)
+	var holdR, holdW *os.File
+	if spec.Hold {
+		if holdR, holdW, err = os.Pipe(); err != nil {
+			ids.release()
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		defer holdR.Close()
+		cfg.HoldFD = 4 + len(extra)
+		extra = append(extra, holdR)
+	}
 	blob, err := json.Marshal(cfg)
 	if err != nil {
 		ids.release()
@@ -119,7 +134,7 @@ func Start(spec Spec) (*Process, error) {
 	// cfg.Env, not this.
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"crucible-sandbox-init"},
 		Env: []string{envInit + "=" + string(blob), "GOMAXPROCS=1", "GOGC=off"}, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr,
-		ExtraFiles: append([]*os.File{w}, spec.ExtraFiles...), SysProcAttr: ids.sysProcAttr(),
+		ExtraFiles: append([]*os.File{w}, extra...), SysProcAttr: ids.sysProcAttr(),
 		// The tree's streams close when the namespace dies; this only bounds a
 		// slow reader.
 		WaitDelay: 2 * time.Second}
@@ -127,11 +142,14 @@ func Start(spec Spec) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
+		if holdW != nil {
+			holdW.Close()
+		}
 		ids.release()
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	w.Close()
-	p := &Process{spec: spec, cmd: cmd, ids: ids, start: start, exited: make(chan struct{}), report: make(chan []byte, 1)}
+	p := &Process{spec: spec, cmd: cmd, ids: ids, start: start, exited: make(chan struct{}), report: make(chan []byte, 1), hold: holdW}
 	go func() {
 		b, _ := io.ReadAll(io.LimitReader(r, 1<<16))
 		r.Close()
@@ -156,6 +174,18 @@ func Run(ctx context.Context, spec Spec) Result {
 
 // Pid is the host pid of the tree's init (pid 1 of its namespace).
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Release lets a tree started with Spec.Hold start its job. Safe to call
+// more than once, and on a tree not held.
+func (p *Process) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hold != nil {
+		_, _ = p.hold.Write([]byte{1})
+		p.hold.Close()
+		p.hold = nil
+	}
+}
 
 // Kill kills the whole tree (the init, and with it every process in its
 // PID namespace). Safe to call at any time and more than once.
@@ -208,6 +238,7 @@ func (p *Process) Wait(ctx context.Context) Result {
 		<-p.exited
 	}
 	rep := <-p.report
+	p.Release() // a held tree that was killed instead: drop the pipe
 	res := p.build(rep)
 	p.ids.release()
 	p.mu.Lock()
