@@ -73,12 +73,12 @@ func BenchmarkSlurmCommittedPartTask(b *testing.B) {
 	if !runnerIsPartSafe {
 		ec.Resources.MaxParallel = 1 // the setup run; see TestConcurrentPartsRace
 	}
-	opts := SlurmOptions{ConfigPath: cfgPath, Executor: ec, Binary: bin, Log: slog.New(slog.DiscardHandler)}
+	opts := SlurmOptions{ConfigPath: cfgPath, Executor: ec, Binary: bin, Registry: testRegistry(), Log: slog.New(slog.DiscardHandler)}
 	if _, err := RunSlurm(context.Background(), cfg, opts); err != nil {
 		b.Fatal(err)
 	}
 	ec.Resources.MaxParallel = 0 // measured: all task slots busy, as for empty tasks
-	plan, err := NewPlan(cfg, cfgPath, ec, nil)
+	plan, err := NewPlan(testRegistry(), cfg, cfgPath, ec, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

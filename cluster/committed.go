@@ -21,7 +21,7 @@ type PartState struct {
 // PartStates checks every part of stage s with engine.PartStatus — the
 // runner's own skip test — in parallel, since the raw-file fingerprints mean
 // reading the inputs.
-func PartStates(ctx context.Context, cfg *engine.PipelineConfig, s StagePlan, writer engine.WriterOptions) ([]PartState, error) {
+func PartStates(ctx context.Context, reg *engine.Registry, cfg *engine.PipelineConfig, s StagePlan, writer engine.WriterOptions) ([]PartState, error) {
 	out := make([]PartState, s.Shards)
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
@@ -31,7 +31,7 @@ func PartStates(ctx context.Context, cfg *engine.PipelineConfig, s StagePlan, wr
 				return err
 			}
 			sh := s.Shard(i)
-			reason, err := engine.PartStatus(cfg, s.Name, sh, writer)
+			reason, err := engine.PartStatus(reg, cfg, s.Name, sh, writer)
 			if err != nil {
 				return err
 			}

@@ -58,7 +58,9 @@ type StagePolicy struct {
 //	  select: {shards: 1}
 //	k8s: {image: registry.example/crucible:v1, volume_claim: corpus, mount_path: /data}
 type Config struct {
-	// Shards is the number of parts of every stage that is not global.
+	// Shards is the number of parts of every per-part stage; global stages
+	// (engine.Global, declared where the type is registered) run as one
+	// task.
 	Shards int `yaml:"shards"`
 	// LogDir holds per-task logs and the generated batch scripts; the
 	// default is <work_dir>/logs. It must be on storage the nodes share.
@@ -69,12 +71,6 @@ type Config struct {
 	Stages    map[string]StagePolicy `yaml:"stages"`
 	K8s       K8sConfig              `yaml:"k8s"`
 }
-
-// GlobalStageTypes are the stage types that need every input in one
-// process, so they run as a single task unless a stage policy says
-// otherwise: select and compose refuse to run split, and dedup and pack
-// would only deduplicate or pack within a part.
-var GlobalStageTypes = map[string]bool{"select": true, "compose": true, "dedup": true, "pack": true}
 
 // DefaultConfig splits every stage that can be split into 4 parts, one CPU
 // each.

@@ -14,10 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/engine/ingest"
 	"github.com/crucible-data/crucible/internal/testenv"
+	"github.com/crucible-data/crucible/kernels"
 	"github.com/crucible-data/crucible/ops/filter"
+	"github.com/crucible-data/crucible/ops/pack"
 )
 
 var (
@@ -80,11 +83,17 @@ func startSlurm(t *testing.T) {
 	t.Setenv("SLURM_CONF", slurmConf)
 }
 
-// testRegistry has the stage types the fixtures use.
+// testRegistry has the stage types the fixtures and plans use, declared
+// by their own packages (so the planner's parallelism is theirs).
 func testRegistry() *engine.Registry {
 	reg := engine.NewRegistry()
 	ingest.RegisterStages(reg)
 	filter.RegisterStages(reg)
+	dedup.RegisterStages(reg)
+	dedup.RegisterShardStages(reg)
+	pack.RegisterStages(reg)
+	pack.RegisterShardStages(reg)
+	kernels.RegisterStages(reg)
 	return reg
 }
 

@@ -36,7 +36,7 @@ func goldenPlan(t *testing.T) (*Plan, K8sConfig) {
 	}
 	ec.K8s = K8sConfig{Image: "registry.example/crucible:v1", Namespace: "data", VolumeClaim: "corpus",
 		MountPath: "/data", NodeSelector: map[string]string{"pool": "batch"}}
-	p, err := NewPlan(cfg, "/data/pipeline.yaml", ec, nil)
+	p, err := NewPlan(testRegistry(), cfg, "/data/pipeline.yaml", ec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,12 +26,16 @@ type Plan struct {
 	WorkDir    string
 	LogDir     string
 	Stages     []StagePlan
+	// Registry declares the stage types: parallelism and broadcast inputs.
+	Registry *engine.Registry
 }
 
 // NewPlan lays cfg out with the executor config ec. only, when not empty,
 // keeps those stages (their upstreams must be complete already, as with
 // `crucible build --stage`).
-func NewPlan(cfg *engine.PipelineConfig, configPath string, ec Config, only []string) (*Plan, error) {
+// Parallelism comes from reg: a global stage runs as one task (a policy
+// asking to split one is an error), every other stage as ec.Shards parts.
+func NewPlan(reg *engine.Registry, cfg *engine.PipelineConfig, configPath string, ec Config, only []string) (*Plan, error) {
 	if err := ec.Validate(cfg); err != nil {
 		return nil, err
 	}
@@ -43,7 +47,7 @@ func NewPlan(cfg *engine.PipelineConfig, configPath string, ec Config, only []st
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", engine.ErrConfig, err)
 	}
-	p := &Plan{Pipeline: cfg.Name, ConfigPath: abs, WorkDir: work, LogDir: ec.LogDir}
+	p := &Plan{Pipeline: cfg.Name, ConfigPath: abs, WorkDir: work, LogDir: ec.LogDir, Registry: reg}
 	if p.LogDir == "" {
 		p.LogDir = filepath.Join(work, "logs")
 	} else if !filepath.IsAbs(p.LogDir) {
@@ -62,12 +66,20 @@ func NewPlan(cfg *engine.PipelineConfig, configPath string, ec Config, only []st
 		}
 		delete(keep, s.Name)
 		sp := ec.Stages[s.Name]
+		st, ok := reg.Type(s.Type)
+		if !ok {
+			return nil, fmt.Errorf("%w: stage %s: unknown stage type %q", engine.ErrConfig, s.Name, s.Type)
+		}
+		global := st.Parallelism == engine.Global
 		n := sp.Shards
-		if n == 0 {
+		switch {
+		case n == 0 && global:
+			n = 1
+		case n == 0:
 			n = ec.Shards
-			if GlobalStageTypes[s.Type] {
-				n = 1
-			}
+		case n > 1 && global:
+			return nil, fmt.Errorf("%w: executor config: stages: %s: shards: %d, but stage type %s is global (it reads every part "+
+				"of its upstreams and runs once)", engine.ErrConfig, s.Name, n, s.Type)
 		}
 		p.Stages = append(p.Stages, StagePlan{Name: s.Name, Type: s.Type, Shards: n,
 			From: append([]string(nil), s.From...), Resources: sp.Resources.merged(ec.Resources)})

@@ -96,15 +96,21 @@ func TestPlanShardsAndResources(t *testing.T) {
 		{Name: "dedup", Type: "dedup", From: []string{"verify"}},
 		{Name: "pack", Type: "pack", From: []string{"dedup"}},
 		{Name: "filter", Type: "filter", From: []string{"dedup"}},
+		{Name: "sign", Type: "dedup_sign", From: []string{"filter"}},
+		{Name: "merge", Type: "dedup_merge", From: []string{"sign"}},
+		{Name: "keep", Type: "dedup_filter", From: []string{"filter", "merge"}},
+		{Name: "lengths", Type: "pack_lengths", From: []string{"keep"}},
+		{Name: "plan", Type: "pack_plan", From: []string{"lengths"}},
+		{Name: "write", Type: "pack_write", From: []string{"plan"}},
 	}}
 	ec := DefaultConfig()
 	ec.Shards = 16
 	ec.Resources = Resources{CPUs: 2, Memory: "4G", SbatchArgs: []string{"--account=data"}}
 	ec.Stages = map[string]StagePolicy{
 		"verify": {Resources: Resources{GPUs: 1, Partition: "gpu", SbatchArgs: []string{"--qos=high"}}},
-		"pack":   {Shards: 4},
+		"filter": {Shards: 4},
 	}
-	p, err := NewPlan(cfg, "/shared/p.yaml", ec, nil)
+	p, err := NewPlan(testRegistry(), cfg, "/shared/p.yaml", ec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,31 +118,45 @@ func TestPlanShardsAndResources(t *testing.T) {
 	for _, s := range p.Stages {
 		got[s.Name] = s.Shards
 	}
-	if want := map[string]int{"ingest": 16, "verify": 16, "dedup": 1, "pack": 4, "filter": 16}; !reflect.DeepEqual(got, want) {
+	// Parallelism is the stage types' own declaration: every global type
+	// (dedup, pack, and the merge and plan steps of the cross-shard forms)
+	// runs as one task, whatever the default split.
+	want := map[string]int{"ingest": 16, "verify": 16, "dedup": 1, "pack": 1, "filter": 4,
+		"sign": 16, "merge": 1, "keep": 16, "lengths": 16, "plan": 1, "write": 16}
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("shards %v, want %v", got, want)
+	}
+	// A policy may not split a global stage: that would deduplicate or
+	// plan within a part, silently.
+	for _, name := range []string{"dedup", "merge", "plan"} {
+		bad := ec
+		bad.Stages = map[string]StagePolicy{name: {Shards: 4}}
+		if _, err := NewPlan(testRegistry(), cfg, "/shared/p.yaml", bad, nil); !errors.Is(err, engine.ErrConfig) || !strings.Contains(err.Error(), "global") {
+			t.Errorf("%s split by policy: err = %v, want a config error saying the type is global", name, err)
+		}
 	}
 	v, _ := p.Stage("verify")
 	if v.Resources.GPUs != 1 || v.Resources.CPUs != 2 || v.Resources.Partition != "gpu" || !reflect.DeepEqual(v.Resources.SbatchArgs, []string{"--account=data", "--qos=high"}) {
 		t.Fatalf("verify resources %+v", v.Resources)
 	}
 	args := sbatchArgs(p, v, []int{0, 1, 2, 5}, []string{"41"}, "/shared/work/logs/verify", "/shared/work/logs/verify/job.sbatch")
-	want := []string{"--job-name=crucible.p.verify", "--array=0-2,5", "--output=/shared/work/logs/verify/%A_%4a.log",
+	wantArgs := []string{"--job-name=crucible.p.verify", "--array=0-2,5", "--output=/shared/work/logs/verify/%A_%4a.log",
 		"--chdir=/shared/work", "--dependency=afterok:41", "--kill-on-invalid-dep=yes", "--cpus-per-task=2", "--mem=4G",
 		"--partition=gpu", "--gres=gpu:1", "--account=data", "--qos=high", "/shared/work/logs/verify/job.sbatch"}
-	if !reflect.DeepEqual(args, want) {
-		t.Fatalf("sbatch args\n got %q\nwant %q", args, want)
+	if !reflect.DeepEqual(args, wantArgs) {
+		t.Fatalf("sbatch args\n got %q\nwant %q", args, wantArgs)
 	}
 	if p.LogDir != "/shared/work/logs" {
 		t.Fatalf("log dir %s", p.LogDir)
 	}
-	if _, err := NewPlan(cfg, "/shared/p.yaml", ec, []string{"nope"}); !errors.Is(err, engine.ErrConfig) {
+	if _, err := NewPlan(testRegistry(), cfg, "/shared/p.yaml", ec, []string{"nope"}); !errors.Is(err, engine.ErrConfig) {
 		t.Fatalf("--stage of an unknown stage: %v", err)
 	}
 }
 
 func TestBatchScriptQuotesAndShardsByTaskID(t *testing.T) {
 	cfg := &engine.PipelineConfig{Name: "p", WorkDir: "/w it's", Stages: []engine.StageSpec{{Name: "ingest", Type: "ingest"}, {Name: "dedup", Type: "dedup"}}}
-	p, err := NewPlan(cfg, "/c/p.yaml", DefaultConfig(), nil)
+	p, err := NewPlan(testRegistry(), cfg, "/c/p.yaml", DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,12 +219,12 @@ stages:
 		}
 	}
 	stale := func(cfg *engine.PipelineConfig, stage string) map[int]string {
-		p, err := NewPlan(cfg, pipe, DefaultConfig(), nil)
+		p, err := NewPlan(testRegistry(), cfg, pipe, DefaultConfig(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s, _ := p.Stage(stage)
-		states, err := PartStates(context.Background(), cfg, s, cfg.WriterOptions())
+		states, err := PartStates(context.Background(), p.Registry, cfg, s, cfg.WriterOptions())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,8 @@ type SlurmOptions struct {
 	// same path on every node. Empty means this process's executable.
 	Binary string
 	Only   []string // run only these stages (as `build --stage`)
+	// Registry declares the stage types (parallelism, broadcast inputs).
+	Registry *engine.Registry
 	// Force submits every part and passes --force to the tasks.
 	Force bool
 	Log   *slog.Logger
@@ -80,7 +82,7 @@ func SubmitSlurm(ctx context.Context, cfg *engine.PipelineConfig, opts SlurmOpti
 		}
 		opts.Binary = exe
 	}
-	plan, err := NewPlan(cfg, opts.ConfigPath, opts.Executor, opts.Only)
+	plan, err := NewPlan(opts.Registry, cfg, opts.ConfigPath, opts.Executor, opts.Only)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +145,7 @@ func (r *SlurmRun) partsToRun(ctx context.Context, s StagePlan, submitted map[st
 		}
 	}
 	if len(run) < s.Shards {
-		states, err := PartStates(ctx, r.cfg, s, r.cfg.WriterOptions())
+		states, err := PartStates(ctx, r.Plan.Registry, r.cfg, s, r.cfg.WriterOptions())
 		if err != nil {
 			return nil, err
 		}
@@ -353,7 +355,7 @@ func (r *SlurmRun) check(ctx context.Context) error {
 	total := 0
 	for _, j := range r.Jobs {
 		s, _ := r.Plan.Stage(j.Stage)
-		states, err := PartStates(ctx, r.cfg, s, r.cfg.WriterOptions())
+		states, err := PartStates(ctx, r.Plan.Registry, r.cfg, s, r.cfg.WriterOptions())
 		if err != nil {
 			return err
 		}

@@ -80,7 +80,7 @@ stages:
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	run, err := RunSlurm(ctx, cfg, SlurmOptions{ConfigPath: cfgPath, Executor: ec, Binary: bin, Log: testLog(t)})
+	run, err := RunSlurm(ctx, cfg, SlurmOptions{ConfigPath: cfgPath, Executor: ec, Binary: bin, Registry: testRegistry(), Log: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ stages:
 		sameRows(t, st, stageRows(t, work, st), stageRows(t, localWork, st))
 	}
 
-	again, err := RunSlurm(ctx, cfg, SlurmOptions{ConfigPath: cfgPath, Executor: ec, Binary: bin, Log: testLog(t)})
+	again, err := RunSlurm(ctx, cfg, SlurmOptions{ConfigPath: cfgPath, Executor: ec, Binary: bin, Registry: testRegistry(), Log: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ stages:
 	ec.Resources.MaxParallel = 1 // one task at a time: the machine has 2 cores
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	opts := SlurmOptions{ConfigPath: cfgPath, Executor: ec, Binary: bin, Log: testLog(t)}
+	opts := SlurmOptions{ConfigPath: cfgPath, Executor: ec, Binary: bin, Registry: testRegistry(), Log: testLog(t)}
 	// sbatch exports the submitting environment to the tasks.
 	t.Setenv("CRUCIBLE_CRASH_AT", "5")
 	t.Setenv("CRUCIBLE_CRASH_MATCH", "part-0002-of-0004")
@@ -225,7 +225,7 @@ stages:
 	ec.Poll = 100 * time.Millisecond
 	ec.Resources.MaxParallel = 1
 	ctx, cancel := context.WithCancel(context.Background())
-	run, err := SubmitSlurm(ctx, cfg, SlurmOptions{ConfigPath: cfgPath, Executor: ec, Binary: bin, Log: testLog(t)})
+	run, err := SubmitSlurm(ctx, cfg, SlurmOptions{ConfigPath: cfgPath, Executor: ec, Binary: bin, Registry: testRegistry(), Log: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

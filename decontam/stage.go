@@ -142,19 +142,20 @@ type RejectionDetail struct {
 
 // RegisterStages adds the "decontam" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.Register("decontam", func(scfg engine.StageConfig) (engine.Stage, error) {
-		cfg := DefaultStageConfig()
-		if err := scfg.Decode(&cfg); err != nil {
-			return nil, err
-		}
-		for i := range cfg.Benchmarks {
-			cfg.Benchmarks[i].Path = scfg.Path(cfg.Benchmarks[i].Path)
-		}
-		if err := cfg.Validate(); err != nil {
-			return nil, err
-		}
-		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runStage(ctx, sc, cfg) }), nil
-	}, "removes items that overlap benchmark items (13-gram lexical/structural overlap, MinHash); rejection reason contaminated with the benchmark id")
+	reg.RegisterType(engine.StageType{Name: "decontam", Parallelism: engine.PerPart, Outputs: []string{"items", "rejections", "decontam_matches"},
+		Factory: func(scfg engine.StageConfig) (engine.Stage, error) {
+			cfg := DefaultStageConfig()
+			if err := scfg.Decode(&cfg); err != nil {
+				return nil, err
+			}
+			for i := range cfg.Benchmarks {
+				cfg.Benchmarks[i].Path = scfg.Path(cfg.Benchmarks[i].Path)
+			}
+			if err := cfg.Validate(); err != nil {
+				return nil, err
+			}
+			return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runStage(ctx, sc, cfg) }), nil
+		}, Doc: "removes items that overlap benchmark items (13-gram lexical/structural overlap, MinHash); rejection reason contaminated with the benchmark id"})
 }
 
 func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) error {

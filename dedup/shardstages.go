@@ -64,19 +64,15 @@ type DecisionRow struct {
 
 // FilterConfig is the "dedup_filter" stage's `config:` block.
 type FilterConfig struct {
-	// DecisionsFrom names the dedup_merge stage. Its complete output is
-	// read whatever this stage's shard part; list it in `from:` as well so a
-	// changed merge makes this stage stale.
+	// DecisionsFrom names the dedup_merge stage, which must be listed in
+	// `from:`: its dedup_decisions are a broadcast input (every part is
+	// handed all of them, checked against their manifest, and a changed
+	// merge makes every part stale). Optional when from: has one merge.
 	DecisionsFrom string `yaml:"decisions_from"`
 }
 
 // Validate reports every bad field.
-func (c FilterConfig) Validate() error {
-	if c.DecisionsFrom == "" {
-		return fmt.Errorf("%w: dedup_filter stage: decisions_from: required (the name of the dedup_merge stage)", ErrConfig)
-	}
-	return nil
-}
+func (c FilterConfig) Validate() error { return nil }
 
 // RegisterShardStages adds "dedup_sign", "dedup_merge" and "dedup_filter".
 func RegisterShardStages(reg *engine.Registry) {
@@ -87,34 +83,37 @@ func RegisterShardStages(reg *engine.Registry) {
 		}
 		return cfg, cfg.Validate()
 	}
-	reg.Register("dedup_sign", func(scfg engine.StageConfig) (engine.Stage, error) {
-		cfg, err := stageCfg(scfg)
-		if err != nil {
-			return nil, err
-		}
-		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runSign(ctx, sc, cfg) }), nil
-	}, "cross-shard dedup, step 1 (run sharded): text hash and MinHash signature per item (dedup_signatures)")
-	reg.Register("dedup_merge", func(scfg engine.StageConfig) (engine.Stage, error) {
-		cfg, err := stageCfg(scfg)
-		if err != nil {
-			return nil, err
-		}
-		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runMerge(ctx, sc, cfg) }), nil
-	}, "cross-shard dedup, step 2 (run unsharded): LSH over all signatures, verification, clusters and survivors (dedup_decisions)")
-	reg.Register("dedup_filter", func(scfg engine.StageConfig) (engine.Stage, error) {
-		var cfg FilterConfig
-		if err := scfg.Decode(&cfg); err != nil {
-			return nil, err
-		}
-		if err := cfg.Validate(); err != nil {
-			return nil, err
-		}
-		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runFilter(ctx, sc, cfg) }), nil
-	}, "cross-shard dedup, step 3 (run sharded): keep items the merge kept; duplicates become rejection rows with cluster and survivor ids")
+	reg.RegisterType(engine.StageType{Name: "dedup_sign", Parallelism: engine.PerPart, Outputs: []string{KindSignatures},
+		Factory: func(scfg engine.StageConfig) (engine.Stage, error) {
+			cfg, err := stageCfg(scfg)
+			if err != nil {
+				return nil, err
+			}
+			return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runSign(ctx, sc, cfg) }), nil
+		}, Doc: "cross-shard dedup, step 1 (run sharded): text hash and MinHash signature per item (dedup_signatures)"})
+	reg.RegisterType(engine.StageType{Name: "dedup_merge", Parallelism: engine.Global, Outputs: []string{KindDecisions},
+		Factory: func(scfg engine.StageConfig) (engine.Stage, error) {
+			cfg, err := stageCfg(scfg)
+			if err != nil {
+				return nil, err
+			}
+			return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runMerge(ctx, sc, cfg) }), nil
+		}, Doc: "cross-shard dedup, step 2 (run unsharded): LSH over all signatures, verification, clusters and survivors (dedup_decisions)"})
+	reg.RegisterType(engine.StageType{Name: "dedup_filter", Parallelism: engine.PerPart, Outputs: []string{"items", "rejections"}, Broadcast: []string{KindDecisions},
+		Factory: func(scfg engine.StageConfig) (engine.Stage, error) {
+			var cfg FilterConfig
+			if err := scfg.Decode(&cfg); err != nil {
+				return nil, err
+			}
+			if err := cfg.Validate(); err != nil {
+				return nil, err
+			}
+			return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runFilter(ctx, sc, cfg) }), nil
+		}, Doc: "cross-shard dedup, step 3 (run sharded): keep items the merge kept; duplicates become rejection rows with cluster and survivor ids"})
 }
 
 // workDir is the pipeline work directory (a stage's Dir is <work>/<stage>).
-func workDir(sc *engine.StageContext) string { return filepath.Dir(sc.Dir) }
+func workDir(sc *engine.StageContext) string { return sc.WorkDir() }
 
 // sourceKey names an input shard relative to the work dir, the same way in
 // every stage and on every machine sharing the work dir.
@@ -212,17 +211,32 @@ func runSign(ctx context.Context, sc *engine.StageContext, cfg StageConfig) erro
 // decisions of this part's upstream shards are kept in memory.
 func runFilter(ctx context.Context, sc *engine.StageContext, cfg FilterConfig) error {
 	work := workDir(sc)
-	outDir := filepath.Join(work, cfg.DecisionsFrom)
-	dec, err := engine.LoadStageOutput(outDir)
-	if err != nil {
-		return fmt.Errorf("decisions_from %s: %w", cfg.DecisionsFrom, err)
+	decShards := sc.Inputs(KindDecisions)
+	from := map[string]bool{}
+	for _, d := range decShards {
+		from[d.Stage] = true
+	}
+	switch {
+	case len(from) == 0:
+		return fmt.Errorf("%w: stage %s: no %s input: list the dedup_merge stage in from:", ErrConfig, sc.Name, KindDecisions)
+	case len(from) > 1:
+		return fmt.Errorf("%w: stage %s: %s from %d stages; list exactly one dedup_merge stage in from:", ErrConfig, sc.Name, KindDecisions, len(from))
+	case cfg.DecisionsFrom != "" && !from[cfg.DecisionsFrom]:
+		return fmt.Errorf("%w: stage %s: decisions_from %s is not the dedup_merge stage in from: (%s)", ErrConfig, sc.Name, cfg.DecisionsFrom, decShards[0].Stage)
+	}
+	if cfg.DecisionsFrom == "" {
+		cfg.DecisionsFrom = decShards[0].Stage
+	}
+	decPaths := make([]string, len(decShards))
+	for i, d := range decShards {
+		decPaths[i] = d.Path
 	}
 	inputs := sc.Inputs("items")
 	mine := map[string]map[int64]DecisionRow{}
 	for _, in := range inputs {
 		mine[sourceKey(work, in)] = map[int64]DecisionRow{}
 	}
-	err = engine.ScanRows(ctx, dec.Shards(KindDecisions), func(d *DecisionRow) error {
+	err := engine.ScanRows(ctx, decPaths, func(d *DecisionRow) error {
 		if m, ok := mine[d.Source]; ok {
 			m[d.Row] = *d
 		}

@@ -259,10 +259,12 @@ func TestShardStagesMatchSingleProcess(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "same config") {
 				t.Fatalf("merge over signatures of another num_perm: err = %v, want a config mismatch", err)
 			}
-			// A filter whose merge has not run fails naming the stage.
+			// A filter without the merge among its declared upstreams reads no
+			// decisions (it never opens a stage it does not list): a config
+			// error naming what to list.
 			_, err = r.Run(ctx, cfg, engine.RunOptions{Only: []string{"filter-nodec"}, Shard: engine.Shard{Index: 0, Count: 4}, Log: quiet})
-			if err == nil || !strings.Contains(err.Error(), "decisions_from never-ran") || !errors.Is(err, engine.ErrIncomplete) {
-				t.Fatalf("filter without decisions: err = %v, want ErrIncomplete naming decisions_from", err)
+			if err == nil || !strings.Contains(err.Error(), "list the dedup_merge stage in from:") || !errors.Is(err, engine.ErrConfig) {
+				t.Fatalf("filter without decisions: err = %v, want ErrConfig naming from:", err)
 			}
 		})
 	}
@@ -281,7 +283,6 @@ func TestShardStageConfigErrors(t *testing.T) {
 	reg := engine.NewRegistry()
 	RegisterShardStages(reg)
 	for _, tc := range []struct{ typ, cfg, want string }{
-		{"dedup_filter", "{}", "decisions_from: required"},
 		{"dedup_filter", "{decisions_from: m, threshold: 0.8}", "threshold"},
 		{"dedup_sign", "{threshold: 1.5, fields: [title]}", "threshold=1.5"},
 		{"dedup_merge", "{num_perm: 2}", "num_perm=2"},

@@ -127,16 +127,17 @@ type RejectionDetail struct {
 
 // RegisterStages adds the "dedup" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.Register("dedup", func(scfg engine.StageConfig) (engine.Stage, error) {
-		cfg := DefaultStageConfig()
-		if err := scfg.Decode(&cfg); err != nil {
-			return nil, err
-		}
-		if err := cfg.Validate(); err != nil {
-			return nil, err
-		}
-		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runStage(ctx, sc, cfg) }), nil
-	}, "exact + MinHash-LSH near-dedup of items; duplicates become rejection rows (exact_duplicate|near_duplicate) with cluster and survivor ids")
+	reg.RegisterType(engine.StageType{Name: "dedup", Parallelism: engine.Global, Outputs: []string{"items", "rejections"},
+		Factory: func(scfg engine.StageConfig) (engine.Stage, error) {
+			cfg := DefaultStageConfig()
+			if err := scfg.Decode(&cfg); err != nil {
+				return nil, err
+			}
+			if err := cfg.Validate(); err != nil {
+				return nil, err
+			}
+			return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runStage(ctx, sc, cfg) }), nil
+		}, Doc: "exact + MinHash-LSH near-dedup of items; duplicates become rejection rows (exact_duplicate|near_duplicate) with cluster and survivor ids"})
 }
 
 func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) error {

@@ -72,7 +72,7 @@ func TestFlippedByteInCommittedShardIsRedone(t *testing.T) {
 	victim := out.Shards("nums")[0]
 	flipByte(t, victim)
 	cfg, _ := LoadPipeline(p, reg)
-	if why, err := PartStatus(cfg, "dbl", Shard{0, 1}, DefaultWriterOptions()); err != nil || !strings.Contains(why, "sha256") || !strings.Contains(why, victim) {
+	if why, err := PartStatus(reg, cfg, "dbl", Shard{0, 1}, DefaultWriterOptions()); err != nil || !strings.Contains(why, "sha256") || !strings.Contains(why, victim) {
 		t.Fatalf("PartStatus after the flip: %q, %v; want a sha256 mismatch naming %s", why, err, victim)
 	}
 	log, buf := logBuffer()

@@ -10,13 +10,15 @@ import (
 // PartStatus reports whether shard part sh of the named stage is committed
 // and current — the same test the runner uses to skip it — and if not, why.
 // Schedulers call it to submit only the parts that need to run. An upstream
-// that is not complete yet is a reason, not an error.
-func PartStatus(cfg *PipelineConfig, stage string, sh Shard, w WriterOptions) (reason string, err error) {
+// that is not complete yet is a reason, not an error. reg declares the
+// stage types (which inputs every part reads whole).
+func PartStatus(reg *Registry, cfg *PipelineConfig, stage string, sh Shard, w WriterOptions) (reason string, err error) {
 	spec, ok := cfg.stageSpec(stage)
 	if !ok {
 		return "", fmt.Errorf("%w: no stage %q in the pipeline", ErrConfig, stage)
 	}
-	want, _, err := expectedManifest(cfg, spec, sh, w)
+	st, _ := reg.Type(spec.Type)
+	want, _, err := expectedManifest(cfg, spec, sh, w, st.Broadcast)
 	if errors.Is(err, ErrIncomplete) {
 		return "upstream incomplete: " + err.Error(), nil
 	}
@@ -39,8 +41,8 @@ func (c *PipelineConfig) stageSpec(name string) (StageSpec, bool) {
 // expectedManifest is the manifest a run of part sh would commit, less its
 // shards and counts: the fingerprint (type, config and shard sizing, the
 // hashes of the upstream manifests and raw files it reads) plus the inputs.
-func expectedManifest(cfg *PipelineConfig, spec StageSpec, sh Shard, w WriterOptions) (*Manifest, stageInputs, error) {
-	inputs, refs, err := collectInputs(cfg, spec, sh, cfg.ResolvedWorkDir())
+func expectedManifest(cfg *PipelineConfig, spec StageSpec, sh Shard, w WriterOptions, broadcast []string) (*Manifest, stageInputs, error) {
+	inputs, refs, err := collectInputs(cfg, spec, sh, cfg.ResolvedWorkDir(), broadcast)
 	if err != nil {
 		return nil, inputs, err
 	}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -99,14 +100,23 @@ func (r *Runner) Run(ctx context.Context, cfg *PipelineConfig, opts RunOptions) 
 				return sum, fmt.Errorf("stage %s: %w", spec.Name, err)
 			}
 		}
-		res, m, err := r.runStage(ctx, cfg, spec, opts, log, v)
+		so, err := r.stageOptions(spec, opts, only[spec.Name])
 		if err != nil {
+			return sum, err
+		}
+		res, m, err := r.runStage(ctx, cfg, spec, so, log, v)
+		if err != nil {
+			if so.Shard != opts.Shard && errors.Is(err, ErrIncomplete) {
+				return sum, fmt.Errorf("stage %s is global (type %s): it runs once, over every part of its upstreams, when all of them "+
+					"are committed; this run (part %s) stops here. Run the other parts, then this command again: %w",
+					spec.Name, spec.Type, opts.Shard, err)
+			}
 			return sum, fmt.Errorf("stage %s: %w", spec.Name, err)
 		}
 		// Checked on every run, a skipped stage too: an output that failed
 		// its check stays committed for inspection but never passes.
 		var y StageYield
-		ym := yieldManifest(filepath.Join(work, spec.Name), opts.Shard, m)
+		ym := yieldManifest(filepath.Join(work, spec.Name), so.Shard, m)
 		if ym != nil {
 			y = CheckYield(spec, ym)
 			if _, counted := ym.Counts[CountYieldOutput]; counted { // not in a manifest of an older version
@@ -123,6 +133,22 @@ func (r *Runner) Run(ctx context.Context, cfg *PipelineConfig, opts RunOptions) 
 		}
 	}
 	return sum, nil
+}
+
+// stageOptions are the options spec runs with. A global stage in a sharded
+// run is never split: it runs once over every part (so a dedup or a packing
+// plan never covers a part silently), unless the user named it with --stage
+// and a shard, which is refused.
+func (r *Runner) stageOptions(spec StageSpec, opts RunOptions, named bool) (RunOptions, error) {
+	if opts.Shard.Count <= 1 || !r.Registry.IsGlobal(spec.Type) {
+		return opts, nil
+	}
+	if named {
+		return opts, fmt.Errorf("%w: stage %s (type %s) is global: it reads every part of its upstreams and runs once; "+
+			"run it without --shard (it is handed all %d parts)", ErrConfig, spec.Name, spec.Type, opts.Shard.Count)
+	}
+	opts.Shard = Shard{0, 1}
+	return opts, nil
 }
 
 func summaryName(sh Shard) string {
@@ -181,7 +207,8 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 	sh := opts.Shard
 	log = log.With("stage", spec.Name, "type", spec.Type)
 
-	want, inputs, err := expectedManifest(cfg, spec, sh, opts.Writer)
+	st, _ := r.Registry.Type(spec.Type)
+	want, inputs, err := expectedManifest(cfg, spec, sh, opts.Writer, st.Broadcast)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -232,8 +259,8 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 	if err != nil {
 		return nil, nil, err
 	}
-	sc := &StageContext{Name: spec.Name, Type: spec.Type, Dir: dir, Shard: sh, Log: log,
-		inputs: inputs.shards, writerOp: opts.Writer, prefix: partPrefix(sh), progress: opts.Progress}
+	sc := &StageContext{Name: spec.Name, Type: spec.Type, Dir: dir, Shard: sh, Log: log, work: work,
+		inputs: inputs.shards, outputs: st.Outputs, writerOp: opts.Writer, prefix: partPrefix(sh), progress: opts.Progress}
 	sc.Files = inputs.files
 	log.Info("stage started", "inputs", len(inputs.shards), "files", len(inputs.files), "shard", sh.String())
 	abortAll := func() {
@@ -292,7 +319,7 @@ type stageInputs struct {
 // collectInputs gathers a stage's upstream shards and raw files for this
 // shard part. Upstream outputs are addressed by their manifests' hashes, so
 // a changed upstream makes this stage stale.
-func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string) (stageInputs, []InputRef, error) {
+func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string, broadcast []string) (stageInputs, []InputRef, error) {
 	var in stageInputs
 	refs := []InputRef{}
 	for _, from := range spec.From {
@@ -318,8 +345,9 @@ func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string) (
 		}
 		for i, s := range fromShards {
 			// Upstream split the same way: take its part i whole. Otherwise
-			// take every Nth of its shards.
-			if samePart || sh.Owns(i) {
+			// take every Nth of its shards, except the kinds every part reads
+			// whole (a merge's decisions, a packing plan).
+			if samePart || sh.Owns(i) || slices.Contains(broadcast, s.Kind) {
 				in.shards = append(in.shards, s)
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -90,30 +92,68 @@ func (c StageConfig) Path(p string) string { return resolvePath(c.dir, p) }
 // StageFactory builds a stage from its config, validating it.
 type StageFactory func(cfg StageConfig) (Stage, error)
 
-// Registry maps stage type names to factories. Packages add their stages
-// with an explicit RegisterStages(reg) call; nothing registers itself.
-type Registry struct {
-	mu    sync.Mutex
-	types map[string]registered
+// Parallelism says how a stage type reads its upstreams when a pipeline is
+// split into shard parts (`--shard i/N`, one array task per part).
+type Parallelism string
+
+const (
+	// PerPart stages run once per part: part i reads part i of an upstream
+	// split the same way (else every Nth shard of it) and writes part i.
+	PerPart Parallelism = "per-part"
+	// Global stages need every row at once (dedup, composition, packing
+	// plans): they run once, unsharded, over every part of every upstream.
+	Global Parallelism = "global"
+)
+
+// StageType is what a stage type is, declared once where it is registered:
+// the planners (local, Slurm, Kubernetes) and `crucible stages` read it
+// from here, so no other place keeps its own list.
+type StageType struct {
+	Name        string
+	Factory     StageFactory
+	Doc         string // one line
+	Parallelism Parallelism
+	// Outputs are the kinds the stage may write; writing another is an
+	// error (StageWriter). Nil only for test doubles registered by Register.
+	Outputs []string
+	// Broadcast are input kinds that every part reads whole, however the
+	// stage is split (a merge's decisions, a packing plan): the runner hands
+	// them to each part instead of splitting them.
+	Broadcast []string
+	// Config is the zero value of the stage's `config:` struct (its YAML
+	// keys are listed by `crucible stages`); nil when it takes none.
+	Config any
 }
 
-type registered struct {
-	factory StageFactory
-	doc     string
+// Registry maps stage type names to their declarations. Packages add their
+// stages with an explicit RegisterStages(reg) call; nothing registers itself.
+type Registry struct {
+	mu    sync.Mutex
+	types map[string]StageType
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{types: map[string]registered{}} }
+func NewRegistry() *Registry { return &Registry{types: map[string]StageType{}} }
 
-// Register adds a stage type. Registering a name twice panics: it is a
-// programming error caught by the first test that builds the registry.
-func (r *Registry) Register(typeName string, f StageFactory, doc string) {
+// RegisterType adds a stage type. Registering a name twice, or without a
+// parallelism, panics: it is a programming error caught by the first test
+// that builds the registry.
+func (r *Registry) RegisterType(t StageType) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, dup := r.types[typeName]; dup {
-		panic("engine: stage type registered twice: " + typeName)
+	if _, dup := r.types[t.Name]; dup {
+		panic("engine: stage type registered twice: " + t.Name)
 	}
-	r.types[typeName] = registered{f, doc}
+	if t.Parallelism != PerPart && t.Parallelism != Global {
+		panic("engine: stage type " + t.Name + " declares no parallelism")
+	}
+	r.types[t.Name] = t
+}
+
+// Register adds a per-part stage type with undeclared outputs: for test
+// doubles. Product stages declare themselves with RegisterType.
+func (r *Registry) Register(typeName string, f StageFactory, doc string) {
+	r.RegisterType(StageType{Name: typeName, Factory: f, Doc: doc, Parallelism: PerPart})
 }
 
 // Build makes a stage of a registered type.
@@ -124,7 +164,7 @@ func (r *Registry) Build(typeName string, cfg StageConfig) (Stage, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown stage type %q (known: %s)", ErrConfig, typeName, strings.Join(r.Types(), ", "))
 	}
-	return reg.factory(cfg)
+	return reg.Factory(cfg)
 }
 
 // Types lists registered type names, sorted.
@@ -139,11 +179,24 @@ func (r *Registry) Types() []string {
 	return out
 }
 
-// Doc returns a type's one-line description.
-func (r *Registry) Doc(typeName string) string {
+// Type returns a type's declaration.
+func (r *Registry) Type(typeName string) (StageType, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.types[typeName].doc
+	t, ok := r.types[typeName]
+	return t, ok
+}
+
+// Doc returns a type's one-line description.
+func (r *Registry) Doc(typeName string) string {
+	t, _ := r.Type(typeName)
+	return t.Doc
+}
+
+// IsGlobal reports whether a type runs once over every part.
+func (r *Registry) IsGlobal(typeName string) bool {
+	t, _ := r.Type(typeName)
+	return t.Parallelism == Global
 }
 
 // InputShard is one committed shard from an upstream stage.
@@ -167,7 +220,9 @@ type StageContext struct {
 	Shard Shard
 	Log   *slog.Logger
 
+	work     string // the pipeline's work directory
 	inputs   []InputShard
+	outputs  []string // the type's declared output kinds (nil: undeclared)
 	writerOp WriterOptions
 	prefix   string
 	progress ProgressFactory
@@ -182,6 +237,16 @@ type StageContext struct {
 	writerKinds []string
 	passedOn    int64
 	passedOnSet bool
+}
+
+// WorkDir is the pipeline's work directory (the parent of every stage's
+// directory), for naming input shards relative to it; stages read other
+// stages only through their declared inputs.
+func (sc *StageContext) WorkDir() string {
+	if sc.work == "" {
+		return filepath.Dir(sc.Dir)
+	}
+	return sc.work
 }
 
 // PassedOn tells the runner's yield check how many input rows the stage
@@ -265,6 +330,10 @@ func (sc *StageContext) Progress(total int64) Progress {
 // "evidence", "rejections", ...). The runner commits it after Run returns, so
 // a stage need not close it; if it does, the result is the same.
 func StageWriter[T any](sc *StageContext, kind string) (*ShardWriter[T], error) {
+	if sc.outputs != nil && !slices.Contains(sc.outputs, kind) {
+		return nil, fmt.Errorf("stage %s (type %s) writes kind %q, which its type does not declare (outputs: %s)",
+			sc.Name, sc.Type, kind, strings.Join(sc.outputs, ", "))
+	}
 	w, err := NewShardWriter[T](sc.Dir, sc.prefix+kind, kind, sc.writerOp)
 	if err != nil {
 		return nil, err

@@ -27,26 +27,27 @@ type StageConfig struct {
 // upstream "candidates" rows, and writes "items", "evidence" and
 // "rejections".
 func RegisterStages(reg *engine.Registry) {
-	reg.Register("verify_kernel", func(c engine.StageConfig) (engine.Stage, error) {
-		def := DefaultConfig()
-		sc := StageConfig{Backend: def.Backend, Trials: def.Trials, Warmup: def.Warmup, Reps: def.Reps, Timeout: def.Timeout,
-			Threshold: def.SpeedupThreshold, Suspicious: def.SuspiciousSpeedup}
-		if err := c.Decode(&sc); err != nil {
-			return nil, err
-		}
-		cfg := def
-		cfg.Backend, cfg.Trials, cfg.Warmup, cfg.Reps, cfg.Timeout = sc.Backend, sc.Trials, sc.Warmup, sc.Reps, sc.Timeout
-		cfg.SpeedupThreshold, cfg.SuspiciousSpeedup = sc.Threshold, sc.Suspicious
-		if sc.Workers > 0 {
-			cfg.Workers = sc.Workers
-		}
-		if err := cfg.Validate(); err != nil {
-			return nil, fmt.Errorf("stage %s: %w", c.Name, err)
-		}
-		return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error {
-			return runStage(ctx, st, cfg, sc.DropUnjudged)
-		}), nil
-	}, "self-checks kernel references (cpu/cuda/triton backends), marks reference_status, judges upstream candidates into evidence rows with timing, speedup CI and exploit gates")
+	reg.RegisterType(engine.StageType{Name: "verify_kernel", Parallelism: engine.PerPart, Outputs: []string{"items", "evidence", "rejections"},
+		Factory: func(c engine.StageConfig) (engine.Stage, error) {
+			def := DefaultConfig()
+			sc := StageConfig{Backend: def.Backend, Trials: def.Trials, Warmup: def.Warmup, Reps: def.Reps, Timeout: def.Timeout,
+				Threshold: def.SpeedupThreshold, Suspicious: def.SuspiciousSpeedup}
+			if err := c.Decode(&sc); err != nil {
+				return nil, err
+			}
+			cfg := def
+			cfg.Backend, cfg.Trials, cfg.Warmup, cfg.Reps, cfg.Timeout = sc.Backend, sc.Trials, sc.Warmup, sc.Reps, sc.Timeout
+			cfg.SpeedupThreshold, cfg.SuspiciousSpeedup = sc.Threshold, sc.Suspicious
+			if sc.Workers > 0 {
+				cfg.Workers = sc.Workers
+			}
+			if err := cfg.Validate(); err != nil {
+				return nil, fmt.Errorf("stage %s: %w", c.Name, err)
+			}
+			return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error {
+				return runStage(ctx, st, cfg, sc.DropUnjudged)
+			}), nil
+		}, Doc: "self-checks kernel references (cpu/cuda/triton backends), marks reference_status, judges upstream candidates into evidence rows with timing, speedup CI and exploit gates"})
 }
 
 // ReferenceCandidateID is the candidate id of a reference self-check.

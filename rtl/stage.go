@@ -28,30 +28,31 @@ type StageConfig struct {
 // any upstream "candidates" rows, and writes "items", "evidence" and
 // "rejections".
 func RegisterStages(reg *engine.Registry) {
-	reg.Register("verify_rtl", func(c engine.StageConfig) (engine.Stage, error) {
-		def := DefaultConfig()
-		sc := StageConfig{Simulator: def.Simulator, Retries: def.Retries, SimTimeout: def.Limits.SimTimeout,
-			CPUSeconds: def.Limits.CPUSeconds, CPUFloor: def.Limits.CPUFloorSeconds, CPUFactor: def.Limits.CPUFactor}
-		if err := c.Decode(&sc); err != nil {
-			return nil, err
-		}
-		cfg := def
-		cfg.Simulator, cfg.Retries, cfg.Limits.SimTimeout = sc.Simulator, sc.Retries, sc.SimTimeout
-		cfg.Limits.CPUSeconds, cfg.Limits.CPUFloorSeconds, cfg.Limits.CPUFactor = sc.CPUSeconds, sc.CPUFloor, sc.CPUFactor
-		cfg.TrustTwoState, cfg.Synth = sc.TrustTwoState, sc.Synth
-		if sc.Workers > 0 {
-			cfg.Workers = sc.Workers
-		}
-		if sc.CacheDir != "" {
-			cfg.CacheDir = c.Path(sc.CacheDir)
-		}
-		if err := cfg.Validate(); err != nil {
-			return nil, fmt.Errorf("stage %s: %w", c.Name, err)
-		}
-		return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error {
-			return runStage(ctx, st, cfg)
-		}), nil
-	}, "self-checks RTL references under their harness (Icarus/Verilator pool), marks reference_status, judges upstream candidates into evidence rows")
+	reg.RegisterType(engine.StageType{Name: "verify_rtl", Parallelism: engine.PerPart, Outputs: []string{"items", "evidence", "rejections"},
+		Factory: func(c engine.StageConfig) (engine.Stage, error) {
+			def := DefaultConfig()
+			sc := StageConfig{Simulator: def.Simulator, Retries: def.Retries, SimTimeout: def.Limits.SimTimeout,
+				CPUSeconds: def.Limits.CPUSeconds, CPUFloor: def.Limits.CPUFloorSeconds, CPUFactor: def.Limits.CPUFactor}
+			if err := c.Decode(&sc); err != nil {
+				return nil, err
+			}
+			cfg := def
+			cfg.Simulator, cfg.Retries, cfg.Limits.SimTimeout = sc.Simulator, sc.Retries, sc.SimTimeout
+			cfg.Limits.CPUSeconds, cfg.Limits.CPUFloorSeconds, cfg.Limits.CPUFactor = sc.CPUSeconds, sc.CPUFloor, sc.CPUFactor
+			cfg.TrustTwoState, cfg.Synth = sc.TrustTwoState, sc.Synth
+			if sc.Workers > 0 {
+				cfg.Workers = sc.Workers
+			}
+			if sc.CacheDir != "" {
+				cfg.CacheDir = c.Path(sc.CacheDir)
+			}
+			if err := cfg.Validate(); err != nil {
+				return nil, fmt.Errorf("stage %s: %w", c.Name, err)
+			}
+			return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error {
+				return runStage(ctx, st, cfg)
+			}), nil
+		}, Doc: "self-checks RTL references under their harness (Icarus/Verilator pool), marks reference_status, judges upstream candidates into evidence rows"})
 }
 
 func runStage(ctx context.Context, sc *engine.StageContext, cfg Config) error {

@@ -21,6 +21,7 @@ func commands() []*cobra.Command {
 		newReportCmd(),
 		newPlanCmd(),
 		newVerifyShardsCmd(),
+		newStagesCmd(),
 	}
 }
 

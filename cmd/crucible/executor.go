@@ -48,7 +48,7 @@ func runBuildWithExecutor(ctx context.Context, o BuildOptions, ex executorFlags)
 		return err
 	}
 	run, err := cluster.RunSlurm(ctx, cfg, cluster.SlurmOptions{ConfigPath: o.Config, Executor: ec, Binary: ex.Binary,
-		Only: o.Stages, Force: o.Force, Log: slog.Default()})
+		Only: o.Stages, Force: o.Force, Log: slog.Default(), Registry: newRegistry()})
 	if run != nil && o.Out != nil {
 		for _, name := range run.Skipped {
 			fmt.Fprintf(o.Out, "  %-14s committed, not submitted\n", name)

@@ -57,7 +57,7 @@ func runPlan(ctx context.Context, o PlanOptions) error {
 	if err != nil {
 		return err
 	}
-	plan, err := cluster.NewPlan(cfg, o.Config, ec, o.Stages)
+	plan, err := cluster.NewPlan(newRegistry(), cfg, o.Config, ec, o.Stages)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func runPlan(ctx context.Context, o PlanOptions) error {
 	}
 	fmt.Fprintf(o.Out, "pipeline %s: work dir %s, task logs under %s\n", plan.Pipeline, plan.WorkDir, plan.LogDir)
 	for _, s := range plan.Stages {
-		states, err := cluster.PartStates(ctx, cfg, s, cfg.WriterOptions())
+		states, err := cluster.PartStates(ctx, plan.Registry, cfg, s, cfg.WriterOptions())
 		if err != nil {
 			return err
 		}

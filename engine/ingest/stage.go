@@ -14,18 +14,19 @@ type StageConfig struct {
 
 // RegisterStages adds the "ingest" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.Register("ingest", func(c engine.StageConfig) (engine.Stage, error) {
-		cfg := StageConfig{Preset: PresetItems}
-		if err := c.Decode(&cfg); err != nil {
-			return nil, err
-		}
-		if _, err := New(cfg.Preset, Sink{}); err != nil {
-			return nil, err
-		}
-		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
-			return runStage(ctx, sc, cfg)
-		}), nil
-	}, "reads the stage's input files (item JSONL/Parquet, verilog-eval, task folders) into validated item shards and rejection rows")
+	reg.RegisterType(engine.StageType{Name: "ingest", Parallelism: engine.PerPart, Outputs: []string{"items", "rejections"},
+		Factory: func(c engine.StageConfig) (engine.Stage, error) {
+			cfg := StageConfig{Preset: PresetItems}
+			if err := c.Decode(&cfg); err != nil {
+				return nil, err
+			}
+			if _, err := New(cfg.Preset, Sink{}); err != nil {
+				return nil, err
+			}
+			return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
+				return runStage(ctx, sc, cfg)
+			}), nil
+		}, Doc: "reads the stage's input files (item JSONL/Parquet, verilog-eval, task folders) into validated item shards and rejection rows"})
 }
 
 func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) error {

@@ -40,24 +40,22 @@ type StageSettings struct {
 //     config: {restrict_to: gap, validation_fraction: 0.2, lineage_cap: 4, train_size: 1000,
 //     targets: {domain: {rtl: 0.7, kernel: 0.3}}}
 func RegisterStages(reg *engine.Registry) {
-	reg.Register("compose", func(sc engine.StageConfig) (engine.Stage, error) {
-		cfg := StageSettings{Config: DefaultConfig()}
-		if err := sc.Decode(&cfg); err != nil {
-			return nil, err
-		}
-		if err := cfg.Validate(); err != nil {
-			return nil, err
-		}
-		return &composeStage{cfg: cfg}, nil
-	}, "split items by lineage root into train/validation, balance the mix under per-lineage caps, report coverage")
+	reg.RegisterType(engine.StageType{Name: "compose", Parallelism: engine.Global, Outputs: []string{KindTrain, KindValidation, KindComposition, KindCoverage, KindRejections},
+		Factory: func(sc engine.StageConfig) (engine.Stage, error) {
+			cfg := StageSettings{Config: DefaultConfig()}
+			if err := sc.Decode(&cfg); err != nil {
+				return nil, err
+			}
+			if err := cfg.Validate(); err != nil {
+				return nil, err
+			}
+			return &composeStage{cfg: cfg}, nil
+		}, Doc: "split items by lineage root into train/validation, balance the mix under per-lineage caps, report coverage"})
 }
 
 type composeStage struct{ cfg StageSettings }
 
 func (s *composeStage) Run(ctx context.Context, sc *engine.StageContext) error {
-	if sc.Shard.Count > 1 {
-		return fmt.Errorf("%w: stage %s: composition balances the whole pool; run it unsharded", ErrConfig, sc.Name)
-	}
 	items, err := engine.ReadInputs[engine.Item](sc, "items")
 	if err != nil {
 		return err

@@ -80,19 +80,20 @@ func NewVerifier(simulator string, workers int, cacheDir string, retries int) (*
 
 // RegisterStages adds the "evolve" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.Register("evolve", func(c engine.StageConfig) (engine.Stage, error) {
-		sc := DefaultStageConfig()
-		if err := c.Decode(&sc); err != nil {
-			return nil, err
-		}
-		if err := sc.Validate(); err != nil {
-			return nil, fmt.Errorf("stage %s: %w", c.Name, err)
-		}
-		if sc.CacheDir != "" {
-			sc.CacheDir = c.Path(sc.CacheDir)
-		}
-		return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error { return runStage(ctx, st, sc) }), nil
-	}, "derives candidate tasks from seeds by route (contract mutation, solution-first, instruction-first); writes evolved, items (seeds), skipped")
+	reg.RegisterType(engine.StageType{Name: "evolve", Parallelism: engine.PerPart, Outputs: []string{KindEvolved, KindSkipped, "items", KindChatLog},
+		Factory: func(c engine.StageConfig) (engine.Stage, error) {
+			sc := DefaultStageConfig()
+			if err := c.Decode(&sc); err != nil {
+				return nil, err
+			}
+			if err := sc.Validate(); err != nil {
+				return nil, fmt.Errorf("stage %s: %w", c.Name, err)
+			}
+			if sc.CacheDir != "" {
+				sc.CacheDir = c.Path(sc.CacheDir)
+			}
+			return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error { return runStage(ctx, st, sc) }), nil
+		}, Doc: "derives candidate tasks from seeds by route (contract mutation, solution-first, instruction-first); writes evolved, items (seeds), skipped"})
 }
 
 func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) error {

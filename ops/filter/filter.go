@@ -63,16 +63,17 @@ func contains(set []string, v string) bool {
 
 // RegisterStages adds the "filter" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.Register("filter", func(sc engine.StageConfig) (engine.Stage, error) {
-		var cfg Config
-		if err := sc.Decode(&cfg); err != nil {
-			return nil, err
-		}
-		if err := cfg.Validate(); err != nil {
-			return nil, err
-		}
-		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return run(ctx, sc, cfg) }), nil
-	}, "keeps items by domain/family/route; the rest become rejection rows")
+	reg.RegisterType(engine.StageType{Name: "filter", Parallelism: engine.PerPart, Outputs: []string{"items", "rejections"},
+		Factory: func(sc engine.StageConfig) (engine.Stage, error) {
+			var cfg Config
+			if err := sc.Decode(&cfg); err != nil {
+				return nil, err
+			}
+			if err := cfg.Validate(); err != nil {
+				return nil, err
+			}
+			return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return run(ctx, sc, cfg) }), nil
+		}, Doc: "keeps items by domain/family/route; the rest become rejection rows"})
 }
 
 func run(ctx context.Context, sc *engine.StageContext, cfg Config) error {

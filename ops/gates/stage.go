@@ -58,19 +58,20 @@ func (s StageConfig) Validate() error {
 
 // RegisterStages adds the "admit" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.Register("admit", func(c engine.StageConfig) (engine.Stage, error) {
-		sc := DefaultStageConfig()
-		if err := c.Decode(&sc); err != nil {
-			return nil, err
-		}
-		if err := sc.Validate(); err != nil {
-			return nil, fmt.Errorf("stage %s: %w", c.Name, err)
-		}
-		if sc.CacheDir != "" {
-			sc.CacheDir = c.Path(sc.CacheDir)
-		}
-		return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error { return runStage(ctx, st, sc) }), nil
-	}, "runs evolved candidates through ordered admission gates; writes items (parents + admitted), rejections, yield, gate_evidence")
+	reg.RegisterType(engine.StageType{Name: "admit", Parallelism: engine.Global, Outputs: []string{"items", "rejections", KindYield, KindGateEvidence, evolve.KindChatLog},
+		Factory: func(c engine.StageConfig) (engine.Stage, error) {
+			sc := DefaultStageConfig()
+			if err := c.Decode(&sc); err != nil {
+				return nil, err
+			}
+			if err := sc.Validate(); err != nil {
+				return nil, fmt.Errorf("stage %s: %w", c.Name, err)
+			}
+			if sc.CacheDir != "" {
+				sc.CacheDir = c.Path(sc.CacheDir)
+			}
+			return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error { return runStage(ctx, st, sc) }), nil
+		}, Doc: "runs evolved candidates through ordered admission gates; writes items (parents + admitted), rejections, yield, gate_evidence"})
 }
 
 func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) error {

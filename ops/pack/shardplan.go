@@ -136,26 +136,29 @@ func runPackPlan(ctx context.Context, sc *engine.StageContext, cfg ShardConfig, 
 	return nil
 }
 
-// planStageDir finds the pack_plan stage this writer reads: the upstream
-// stage of the shards the runner handed over, else the configured name
-// (`plan:`, default "pack_plan"). A sharded part is handed only every Nth of
-// the plan's shards, possibly none, so the whole plan is always loaded from
-// the stage's committed manifests.
-func planStageDir(sc *engine.StageContext, cfg ShardConfig) (string, error) {
-	name := ""
-	for _, in := range sc.Inputs("") {
+// planInputs are the pack_plan stage's plan and meta shards: a broadcast
+// input (every part of pack_write is handed all of them by the runner,
+// checked against their manifest), from exactly one upstream stage, which
+// `plan:` may name.
+func planInputs(sc *engine.StageContext, cfg ShardConfig) (name string, plan, meta []string, err error) {
+	for _, in := range append(sc.Inputs(KindPackPlan), sc.Inputs(KindPackMeta)...) {
 		if name != "" && name != in.Stage {
-			return "", fmt.Errorf("%w: stage %s reads two upstream stages (%s, %s); pack_write reads exactly one pack_plan stage", ErrConfig, sc.Name, name, in.Stage)
+			return "", nil, nil, fmt.Errorf("%w: stage %s reads two upstream stages (%s, %s); pack_write reads exactly one pack_plan stage", ErrConfig, sc.Name, name, in.Stage)
 		}
 		name = in.Stage
+		if in.Kind == KindPackPlan {
+			plan = append(plan, in.Path)
+		} else {
+			meta = append(meta, in.Path)
+		}
 	}
-	if name == "" {
-		name = cfg.Plan
+	switch {
+	case name == "":
+		return "", nil, nil, fmt.Errorf("%w: stage %s: no pack_plan input: list the pack_plan stage in from:", ErrConfig, sc.Name)
+	case cfg.Plan != "" && cfg.Plan != defaultPlanStage && cfg.Plan != name:
+		return "", nil, nil, fmt.Errorf("%w: stage %s: plan: %s, but the pack_plan stage in from: is %s", ErrConfig, sc.Name, cfg.Plan, name)
 	}
-	if name == "" {
-		return "", fmt.Errorf("%w: stage %s: no pack_plan upstream and no plan: in its config", ErrConfig, sc.Name)
-	}
-	return filepath.Join(workDir(sc), name), nil
+	return name, plan, meta, nil
 }
 
 // writerDoc is one sample a pack_write part renders.
@@ -168,18 +171,14 @@ type writerDoc struct {
 }
 
 func runPackWrite(ctx context.Context, sc *engine.StageContext, cfg ShardConfig, env *packEnv) error {
-	dir, err := planStageDir(sc, cfg)
+	dir, planPaths, metaPaths, err := planInputs(sc, cfg)
 	if err != nil {
 		return err
 	}
-	out, err := engine.LoadStageOutput(dir)
-	if err != nil {
-		return fmt.Errorf("stage %s: plan: %w", sc.Name, err)
-	}
-	if err := readMeta(sc, out.Shards(KindPackMeta), env.meta, true); err != nil {
+	if err := readMeta(sc, metaPaths, env.meta, true); err != nil {
 		return err
 	}
-	plan, err := engine.ReadAll[PlanRow](out.Shards(KindPackPlan)...)
+	plan, err := engine.ReadAll[PlanRow](planPaths...)
 	if err != nil {
 		return err
 	}

@@ -72,9 +72,9 @@ type PackMeta struct {
 }
 
 // ShardConfig is the config of all three stages. The packing fields must be
-// identical across them (checked through PackMeta). Plan names the
-// pack_plan stage for pack_write: a sharded part of pack_write is handed only
-// every Nth plan shard by the runner, but needs the whole plan.
+// identical across them (checked through PackMeta). Plan may name the
+// pack_plan stage pack_write lists in from: (its plan is a broadcast input:
+// every part is handed all of it).
 type ShardConfig struct {
 	Config `yaml:",inline"`
 	Plan   string `yaml:"plan"`
@@ -82,12 +82,15 @@ type ShardConfig struct {
 
 // RegisterShardStages registers pack_lengths, pack_plan and pack_write.
 func RegisterShardStages(reg *engine.Registry) {
-	reg.Register("pack_lengths", shardFactory(runPackLengths),
-		"cross-shard packing 1/3 (sharded): render and tokenise a part's trajectories, write pack_lengths rows (over-length samples marked dropped)")
-	reg.Register("pack_plan", shardFactory(runPackPlan),
-		"cross-shard packing 2/3 (unsharded): one global best-fit plan over every part's lengths; pack_plan rows, dropped report, fill")
-	reg.Register("pack_write", shardFactory(runPackWrite),
-		"cross-shard packing 3/3 (sharded): part i re-renders the samples of its contiguous range of plan rows and writes packed rows")
+	reg.RegisterType(engine.StageType{Name: "pack_lengths", Parallelism: engine.PerPart, Outputs: []string{KindPackLengths, KindPackMeta, KindRejections},
+		Factory: shardFactory(runPackLengths),
+		Doc:     "cross-shard packing 1/3 (sharded): render and tokenise a part's trajectories, write pack_lengths rows (over-length samples marked dropped)"})
+	reg.RegisterType(engine.StageType{Name: "pack_plan", Parallelism: engine.Global, Outputs: []string{KindPackPlan, KindPackMeta, KindDropped, KindRejections},
+		Factory: shardFactory(runPackPlan),
+		Doc:     "cross-shard packing 2/3 (unsharded): one global best-fit plan over every part's lengths; pack_plan rows, dropped report, fill"})
+	reg.RegisterType(engine.StageType{Name: "pack_write", Parallelism: engine.PerPart, Outputs: []string{KindPacked}, Broadcast: []string{KindPackPlan, KindPackMeta},
+		Factory: shardFactory(runPackWrite),
+		Doc:     "cross-shard packing 3/3 (sharded): part i re-renders the samples of its contiguous range of plan rows and writes packed rows"})
 }
 
 type shardRun func(ctx context.Context, sc *engine.StageContext, cfg ShardConfig, env *packEnv) error
@@ -100,7 +103,7 @@ type packEnv struct {
 
 func shardFactory(run shardRun) engine.StageFactory {
 	return func(scfg engine.StageConfig) (engine.Stage, error) {
-		cfg := ShardConfig{Config: DefaultConfig(), Plan: "pack_plan"}
+		cfg := ShardConfig{Config: DefaultConfig(), Plan: defaultPlanStage}
 		if err := scfg.Decode(&cfg); err != nil {
 			return nil, err
 		}
@@ -180,7 +183,10 @@ func writeMeta(sc *engine.StageContext, m PackMeta) error {
 }
 
 // workDir is the pipeline's work directory: a stage directory's parent.
-func workDir(sc *engine.StageContext) string { return filepath.Dir(sc.Dir) }
+func workDir(sc *engine.StageContext) string { return sc.WorkDir() }
+
+// defaultPlanStage is `plan:`'s default: any pack_plan stage in from: will do.
+const defaultPlanStage = "pack_plan"
 
 // splitSource parses a sample's source ("path#row" for Parquet, "path:line"
 // for JSONL) into its path and number.

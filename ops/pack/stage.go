@@ -13,8 +13,9 @@ const InputKind = "trajectories"
 
 // RegisterStages registers the "pack" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.Register("pack", newStage,
-		"render trajectories with a chat template, tokenise exactly, drop samples over seq_len, pack (bfd|ffs|none) into megatron or trl Parquet rows")
+	reg.RegisterType(engine.StageType{Name: "pack", Parallelism: engine.Global, Outputs: []string{KindPacked, KindDropped, KindRejections},
+		Factory: newStage,
+		Doc:     "render trajectories with a chat template, tokenise exactly, drop samples over seq_len, pack (bfd|ffs|none) into megatron or trl Parquet rows"})
 }
 
 func newStage(sc engine.StageConfig) (engine.Stage, error) {

@@ -47,13 +47,14 @@ func RegisterStages(reg *engine.Registry, opts ...StageOption) {
 	for _, o := range opts {
 		o(&deps)
 	}
-	reg.Register("select", func(sc engine.StageConfig) (engine.Stage, error) {
-		cfg, err := DecodeConfig(sc)
-		if err != nil {
-			return nil, err
-		}
-		return &selectStage{cfg: cfg, verifier: deps.verifier}, nil
-	}, "judge policy rollouts and emit capability-gap, uncovered, feedback-recoverable, strata and reward tables")
+	reg.RegisterType(engine.StageType{Name: "select", Parallelism: engine.Global, Outputs: []string{KindEvidence, KindRejections, KindSelection, KindGap, KindUncovered, KindRecoverable, KindRewards, KindStrataSample},
+		Factory: func(sc engine.StageConfig) (engine.Stage, error) {
+			cfg, err := DecodeConfig(sc)
+			if err != nil {
+				return nil, err
+			}
+			return &selectStage{cfg: cfg, verifier: deps.verifier}, nil
+		}, Doc: "judge policy rollouts and emit capability-gap, uncovered, feedback-recoverable, strata and reward tables"})
 }
 
 // DecodeConfig decodes a stage config block over DefaultConfig and
@@ -77,9 +78,6 @@ type selectStage struct {
 }
 
 func (s *selectStage) Run(ctx context.Context, sc *engine.StageContext) error {
-	if sc.Shard.Count > 1 {
-		return fmt.Errorf("%w: stage %s: select groups rollouts by task across all inputs; run it unsharded", ErrConfig, sc.Name)
-	}
 	paths := append(append([]string(nil), sc.Files...), sc.InputPaths(KindRollouts)...)
 	if len(paths) == 0 {
 		return fmt.Errorf("%w: stage %s: no rollout files (list them under inputs:, or produce %q upstream)", ErrConfig, sc.Name, KindRollouts)

@@ -123,19 +123,20 @@ func lockedSink(w *engine.ShardWriter[textgen.ChatLog]) textgen.LogSink {
 
 // RegisterStages adds the "synthesize" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.Register("synthesize", func(cfg engine.StageConfig) (engine.Stage, error) {
-		sc := DefaultStageConfig()
-		if err := cfg.Decode(&sc); err != nil {
-			return nil, err
-		}
-		if err := sc.Validate(); err != nil {
-			return nil, err
-		}
-		if sc.CacheDir != "" {
-			sc.CacheDir = cfg.Path(sc.CacheDir)
-		}
-		return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error { return runStage(ctx, st, sc) }), nil
-	}, "multi-turn generate -> verify -> feedback trajectories (real toolchains or an audited world model); writes trajectories for pack")
+	reg.RegisterType(engine.StageType{Name: "synthesize", Parallelism: engine.PerPart, Outputs: []string{KindChatLog, KindPack, KindRecords, KindPairs, KindCorrections},
+		Factory: func(cfg engine.StageConfig) (engine.Stage, error) {
+			sc := DefaultStageConfig()
+			if err := cfg.Decode(&sc); err != nil {
+				return nil, err
+			}
+			if err := sc.Validate(); err != nil {
+				return nil, err
+			}
+			if sc.CacheDir != "" {
+				sc.CacheDir = cfg.Path(sc.CacheDir)
+			}
+			return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error { return runStage(ctx, st, sc) }), nil
+		}, Doc: "multi-turn generate -> verify -> feedback trajectories (real toolchains or an audited world model); writes trajectories for pack"})
 }
 
 func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) error {
