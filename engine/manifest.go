@@ -24,6 +24,9 @@ type InputRef struct {
 	Kind   string `json:"kind"` // "manifest" or "file"
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
+	// Range is the piece of a raw file a shard part read (FileRange.String;
+	// empty: the whole file).
+	Range string `json:"range,omitempty"`
 }
 
 // Manifest is a stage's commit marker. It is written last and atomically;

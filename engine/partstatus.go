@@ -18,7 +18,7 @@ func PartStatus(reg *Registry, cfg *PipelineConfig, stage string, sh Shard, w Wr
 		return "", fmt.Errorf("%w: no stage %q in the pipeline", ErrConfig, stage)
 	}
 	st, _ := reg.Type(spec.Type)
-	want, _, err := expectedManifest(cfg, spec, sh, w, st.Broadcast)
+	want, _, err := expectedManifest(cfg, spec, sh, w, st)
 	if errors.Is(err, ErrIncomplete) {
 		return "upstream incomplete: " + err.Error(), nil
 	}
@@ -41,8 +41,8 @@ func (c *PipelineConfig) stageSpec(name string) (StageSpec, bool) {
 // expectedManifest is the manifest a run of part sh would commit, less its
 // shards and counts: the fingerprint (type, config and shard sizing, the
 // hashes of the upstream manifests and raw files it reads) plus the inputs.
-func expectedManifest(cfg *PipelineConfig, spec StageSpec, sh Shard, w WriterOptions, broadcast []string) (*Manifest, stageInputs, error) {
-	inputs, refs, err := collectInputs(cfg, spec, sh, cfg.ResolvedWorkDir(), broadcast)
+func expectedManifest(cfg *PipelineConfig, spec StageSpec, sh Shard, w WriterOptions, st StageType) (*Manifest, stageInputs, error) {
+	inputs, refs, err := collectInputs(cfg, spec, sh, cfg.ResolvedWorkDir(), st)
 	if err != nil {
 		return nil, inputs, err
 	}
@@ -87,8 +87,8 @@ func staleReason(dir string, sh Shard, want *Manifest, v *shardVerifier) (*Manif
 	}
 	for i, ref := range want.Inputs {
 		h := have.Inputs[i]
-		if h.Kind != ref.Kind || h.Path != ref.Path {
-			return have, fmt.Sprintf("inputs changed (%s recorded, %s now)", h.Path, ref.Path)
+		if h.Kind != ref.Kind || h.Path != ref.Path || h.Range != ref.Range {
+			return have, fmt.Sprintf("inputs changed (%s %s recorded, %s %s now)", h.Path, h.Range, ref.Path, ref.Range)
 		}
 		if h.SHA256 != ref.SHA256 {
 			return have, "input changed: " + ref.Path

@@ -208,7 +208,7 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 	log = log.With("stage", spec.Name, "type", spec.Type)
 
 	st, _ := r.Registry.Type(spec.Type)
-	want, inputs, err := expectedManifest(cfg, spec, sh, opts.Writer, st.Broadcast)
+	want, inputs, err := expectedManifest(cfg, spec, sh, opts.Writer, st)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -261,7 +261,7 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 	}
 	sc := &StageContext{Name: spec.Name, Type: spec.Type, Dir: dir, Shard: sh, Log: log, work: work,
 		inputs: inputs.shards, outputs: st.Outputs, writerOp: opts.Writer, prefix: partPrefix(sh), progress: opts.Progress}
-	sc.Files = inputs.files
+	sc.Files, sc.FileRanges = inputs.files, inputs.ranges
 	log.Info("stage started", "inputs", len(inputs.shards), "files", len(inputs.files), "shard", sh.String())
 	abortAll := func() {
 		for _, a := range sc.aborts {
@@ -314,12 +314,13 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 type stageInputs struct {
 	shards []InputShard
 	files  []string
+	ranges []FileRange // SplitsFiles stages in a sharded run
 }
 
 // collectInputs gathers a stage's upstream shards and raw files for this
 // shard part. Upstream outputs are addressed by their manifests' hashes, so
 // a changed upstream makes this stage stale.
-func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string, broadcast []string) (stageInputs, []InputRef, error) {
+func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string, st StageType) (stageInputs, []InputRef, error) {
 	var in stageInputs
 	refs := []InputRef{}
 	for _, from := range spec.From {
@@ -347,7 +348,7 @@ func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string, b
 			// Upstream split the same way: take its part i whole. Otherwise
 			// take every Nth of its shards, except the kinds every part reads
 			// whole (a merge's decisions, a packing plan).
-			if samePart || sh.Owns(i) || slices.Contains(broadcast, s.Kind) {
+			if samePart || sh.Owns(i) || slices.Contains(st.Broadcast, s.Kind) {
 				in.shards = append(in.shards, s)
 			}
 		}
@@ -355,6 +356,18 @@ func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string, b
 	files, err := expandInputs(cfg, spec.Inputs)
 	if err != nil {
 		return in, nil, err
+	}
+	if st.SplitsFiles && sh.Count > 1 {
+		parts, err := PlanFileParts(files, sh.Count)
+		if err != nil {
+			return in, nil, err
+		}
+		fileRefs, paths, err := rangeRefs(cfg.Dir(), parts[sh.Index])
+		if err != nil {
+			return in, nil, err
+		}
+		in.files, in.ranges = paths, parts[sh.Index]
+		return in, append(refs, fileRefs...), nil
 	}
 	for i, f := range files {
 		if !sh.Owns(i) {

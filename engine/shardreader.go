@@ -47,6 +47,12 @@ func (r *ParquetReader[T]) RowError(i int) *RowError { return r.bad[i] }
 
 // OpenParquet opens path for streaming. mem may be nil (Go allocator).
 func OpenParquet[T any](ctx context.Context, path string, mem memory.Allocator) (*ParquetReader[T], error) {
+	return OpenParquetRowGroups[T](ctx, path, mem, nil)
+}
+
+// OpenParquetRowGroups is OpenParquet over only the given row groups (nil:
+// all), in that order.
+func OpenParquetRowGroups[T any](ctx context.Context, path string, mem memory.Allocator, rowGroups []int) (*ParquetReader[T], error) {
 	c, err := NewCodec[T]()
 	if err != nil {
 		return nil, err
@@ -63,12 +69,24 @@ func OpenParquet[T any](ctx context.Context, path string, mem memory.Allocator) 
 		pf.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrInput, path, err)
 	}
-	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	var first int64 // rows before the first row group read: row numbers stay the file's own
+	for _, g := range rowGroups {
+		if g < 0 || g >= pf.NumRowGroups() {
+			pf.Close()
+			return nil, fmt.Errorf("%w: %s: row group %d of %d", ErrInput, path, g, pf.NumRowGroups())
+		}
+	}
+	if len(rowGroups) > 0 {
+		for g := 0; g < rowGroups[0]; g++ {
+			first += pf.MetaData().RowGroup(g).NumRows()
+		}
+	}
+	rr, err := fr.GetRecordReader(ctx, nil, rowGroups)
 	if err != nil {
 		pf.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrInput, path, err)
 	}
-	return &ParquetReader[T]{path: path, codec: c, pf: pf, rr: rr}, nil
+	return &ParquetReader[T]{path: path, codec: c, pf: pf, rr: rr, next: first}, nil
 }
 
 // openParquetFile opens a Parquet file, turning the library's panics on
@@ -128,6 +146,10 @@ func (r *ParquetReader[T]) Next() (rows []T, err error) {
 	}
 	return r.buf, nil
 }
+
+// Offset is the number of file rows before the next row Next returns (the
+// rows of row groups not read, for OpenParquetRowGroups).
+func (r *ParquetReader[T]) Offset() int64 { return r.next }
 
 // Schema returns the file's Arrow schema.
 func (r *ParquetReader[T]) Schema() *arrow.Schema { return r.rr.Schema() }

@@ -120,6 +120,10 @@ type StageType struct {
 	// stage is split (a merge's decisions, a packing plan): the runner hands
 	// them to each part instead of splitting them.
 	Broadcast []string
+	// SplitsFiles: the stage reads StageContext.FileRanges, so under
+	// --shard its raw input files are cut by rows into balanced, contiguous
+	// parts (PlanFileParts); otherwise part i gets whole files i, i+N, ...
+	SplitsFiles bool
 	// Config is the zero value of the stage's `config:` struct (its YAML
 	// keys are listed by `crucible stages`); nil when it takes none.
 	Config any
@@ -217,8 +221,12 @@ type StageContext struct {
 	Type  string
 	Dir   string   // the stage's output directory
 	Files []string // raw input files from the config, this shard's subset
-	Shard Shard
-	Log   *slog.Logger
+	// FileRanges, for a SplitsFiles stage run as one of several parts, are
+	// the pieces of Files this part reads, in input order (nil: read Files
+	// whole).
+	FileRanges []FileRange
+	Shard      Shard
+	Log        *slog.Logger
 
 	work     string // the pipeline's work directory
 	inputs   []InputShard

@@ -23,7 +23,12 @@ for _ in 1 2; do
 done
 echo "test-load: ${#busy[@]} busy loops running (pids ${busy[*]}) on $(nproc) cores"
 start=$(date +%s)
-$GO test -count=1 -timeout "$TIMEOUT" "${load_pkgs[@]}"
+# Left out here, run in the normal pass: TestReportOfDemoBuild (the whole
+# demo build, ~40% of cmd/crucible's time under load); its assertions are
+# that the report equals its shards, recounted in Go and by DuckDB, which no
+# verdict or timing can change. Verdicts under load are asserted by the
+# rtl, gates, kernels and synth tests and the CLI's own build tests here.
+$GO test -count=1 -timeout "$TIMEOUT" -skip '^TestReportOfDemoBuild$' "${load_pkgs[@]}"
 echo "test-load: loaded pass took $(( $(date +%s) - start )) s"
 stop_busy
 

@@ -141,17 +141,52 @@ func (g *Ingester) IngestFile(ctx context.Context, path string) error {
 		}
 		return g.accept(it, path, 0, mtime)
 	case engine.IsParquet(path):
-		return g.ingestParquet(ctx, path, mtime)
+		return g.ingestParquet(ctx, path, nil, mtime)
 	default:
-		return g.ingestJSONL(ctx, path, mtime)
+		return g.ingestJSONL(ctx, path, mtime, nil)
 	}
 }
 
-func (g *Ingester) ingestJSONL(ctx context.Context, path string, mtime time.Time) error {
+// IngestRange ingests one shard part's piece of a file (see
+// engine.PlanFileParts): whole files as IngestFile, JSONL lines starting in a
+// byte range, Parquet row groups. Row and line numbers are the file's own.
+func (g *Ingester) IngestRange(ctx context.Context, r engine.FileRange) error {
+	switch r.Unit {
+	case engine.RangeWhole:
+		return g.IngestFile(ctx, r.Path)
+	case engine.RangeBytes, engine.RangeRowGroups:
+	default:
+		return fmt.Errorf("%w: %s: unknown range unit %q", engine.ErrInput, r.Path, r.Unit)
+	}
+	st, err := os.Stat(r.Path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", engine.ErrInput, err)
+	}
+	g.Stats.Files++
+	g.meter = engine.MeterFile(ctx, r.Path)
+	defer g.meter.Done()
+	mtime := st.ModTime().UTC().Truncate(time.Second)
+	if r.Unit == engine.RangeRowGroups {
+		groups := make([]int, 0, r.End-r.Start)
+		for i := r.Start; i < r.End; i++ {
+			groups = append(groups, int(i))
+		}
+		return g.ingestParquet(ctx, r.Path, groups, mtime)
+	}
+	return g.ingestJSONL(ctx, r.Path, mtime, &r)
+}
+
+func (g *Ingester) ingestJSONL(ctx context.Context, path string, mtime time.Time, r *engine.FileRange) error {
 	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
 		return nil // an empty file holds no rows; the stats show 0
 	}
-	return engine.ScanJSONL(path, func(line int64, raw []byte) error {
+	scan := engine.ScanJSONL
+	if r != nil {
+		scan = func(path string, fn func(int64, []byte) error, bad func(*engine.JSONLError)) error {
+			return engine.ScanJSONLRange(path, r.Start, r.End, fn, bad)
+		}
+	}
+	return scan(path, func(line int64, raw []byte) error {
 		// An interrupt stops a long file within a few hundred rows.
 		if line%256 == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -173,23 +208,23 @@ func (g *Ingester) ingestJSONL(ctx context.Context, path string, mtime time.Time
 	})
 }
 
-func (g *Ingester) ingestParquet(ctx context.Context, path string, mtime time.Time) error {
+func (g *Ingester) ingestParquet(ctx context.Context, path string, rowGroups []int, mtime time.Time) error {
 	if g.Preset == PresetVerilogEval {
-		return g.parquetRows(ctx, path, func(r veRow) engine.Item { return fromVerilogEval(r) }, mtime)
+		return g.parquetRows(ctx, path, rowGroups, func(r veRow) engine.Item { return fromVerilogEval(r) }, mtime)
 	}
-	return g.parquetRows(ctx, path, func(it engine.Item) engine.Item { return it }, mtime)
+	return g.parquetRows(ctx, path, rowGroups, func(it engine.Item) engine.Item { return it }, mtime)
 }
 
 // parquetLoop calls fn for every row; a row with a value that does not
 // convert to T's field types (see engine.Codec.Read) goes to bad instead.
-func parquetLoop[T any](ctx context.Context, path string, fn func(row int64, v T) error, bad func(*engine.RowError) error) error {
-	r, err := engine.OpenParquet[T](ctx, path, nil)
+func parquetLoop[T any](ctx context.Context, path string, rowGroups []int, fn func(row int64, v T) error, bad func(*engine.RowError) error) error {
+	r, err := engine.OpenParquetRowGroups[T](ctx, path, nil, rowGroups)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	r.Lenient()
-	var row int64
+	row := r.Offset()
 	for {
 		rows, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -212,7 +247,7 @@ func parquetLoop[T any](ctx context.Context, path string, fn func(row int64, v T
 	}
 }
 
-func (g *Ingester) parquetRows(ctx context.Context, path string, conv any, mtime time.Time) error {
+func (g *Ingester) parquetRows(ctx context.Context, path string, rowGroups []int, conv any, mtime time.Time) error {
 	bad := func(e *engine.RowError) error {
 		g.Stats.Rows++
 		g.meter.Row(0)
@@ -220,13 +255,13 @@ func (g *Ingester) parquetRows(ctx context.Context, path string, conv any, mtime
 	}
 	switch f := conv.(type) {
 	case func(veRow) engine.Item:
-		return parquetLoop(ctx, path, func(row int64, v veRow) error {
+		return parquetLoop(ctx, path, rowGroups, func(row int64, v veRow) error {
 			g.Stats.Rows++
 			g.meter.Row(0)
 			return g.acceptChecked(f(v), path, row, mtime)
 		}, bad)
 	case func(engine.Item) engine.Item:
-		return parquetLoop(ctx, path, func(row int64, v engine.Item) error {
+		return parquetLoop(ctx, path, rowGroups, func(row int64, v engine.Item) error {
 			g.Stats.Rows++
 			g.meter.Row(0)
 			return g.acceptChecked(f(v), path, row, mtime)

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/crucible-data/crucible/engine"
 )
@@ -14,7 +15,7 @@ type StageConfig struct {
 
 // RegisterStages adds the "ingest" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.RegisterType(engine.StageType{Name: "ingest", Parallelism: engine.PerPart, Outputs: []string{"items", "rejections"},
+	reg.RegisterType(engine.StageType{Name: "ingest", Parallelism: engine.PerPart, Outputs: []string{"items", "rejections"}, SplitsFiles: true,
 		Factory: func(c engine.StageConfig) (engine.Stage, error) {
 			cfg := StageConfig{Preset: PresetItems}
 			if err := c.Decode(&cfg); err != nil {
@@ -46,25 +47,33 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) err
 	if err != nil {
 		return err
 	}
+	// A split run reads this part's pieces of the files (contiguous rows,
+	// balanced across parts); an unsplit one reads them whole.
+	ranges := sc.FileRanges
+	if ranges == nil {
+		for _, f := range sc.Files {
+			ranges = append(ranges, engine.FileRange{Path: f})
+		}
+	}
+	var keep []engine.FileRange
 	var files []string
-	for _, f := range sc.Files {
+	for _, r := range ranges {
 		// A directory input reaches the stage as its files; ingest reads
 		// the ones its preset understands.
-		if cfg.Preset == PresetTaskDir {
-			if isTaskJSON(f) {
-				files = append(files, f)
+		if (cfg.Preset == PresetTaskDir && isTaskJSON(r.Path)) || (cfg.Preset != PresetTaskDir && isDataFile(r.Path)) {
+			keep = append(keep, r)
+			if !slices.Contains(files, r.Path) {
+				files = append(files, r.Path)
 			}
-		} else if isDataFile(f) {
-			files = append(files, f)
 		}
 	}
 	// Progress in input bytes, as they are read (one big file moves too).
 	p := sc.Progress(engine.InputBytes(files))
 	defer p.Done()
 	ctx = engine.WithReadMeter(ctx, engine.MeterProgress(p))
-	for _, f := range files {
-		if err := g.IngestFile(ctx, f); err != nil {
-			return fmt.Errorf("ingest %s: %w", f, err)
+	for _, r := range keep {
+		if err := g.IngestRange(ctx, r); err != nil {
+			return fmt.Errorf("ingest %s %s: %w", r.Path, r.String(), err)
 		}
 	}
 	sc.Count("rows", g.Stats.Rows)
