@@ -142,7 +142,7 @@ type RejectionDetail struct {
 
 // RegisterStages adds the "decontam" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.RegisterType(engine.StageType{Name: "decontam", Parallelism: engine.PerPart, Outputs: []string{"items", "rejections", "decontam_matches"},
+	reg.RegisterType(engine.StageType{Name: "decontam", Config: StageConfig{}, Parallelism: engine.PerPart, Outputs: []string{"items", "rejections", "decontam_matches"},
 		Factory: func(scfg engine.StageConfig) (engine.Stage, error) {
 			cfg := DefaultStageConfig()
 			if err := scfg.Decode(&cfg); err != nil {

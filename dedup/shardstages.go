@@ -83,7 +83,7 @@ func RegisterShardStages(reg *engine.Registry) {
 		}
 		return cfg, cfg.Validate()
 	}
-	reg.RegisterType(engine.StageType{Name: "dedup_sign", Parallelism: engine.PerPart, Outputs: []string{KindSignatures},
+	reg.RegisterType(engine.StageType{Name: "dedup_sign", Config: StageConfig{}, Parallelism: engine.PerPart, Outputs: []string{KindSignatures},
 		Factory: func(scfg engine.StageConfig) (engine.Stage, error) {
 			cfg, err := stageCfg(scfg)
 			if err != nil {
@@ -91,7 +91,7 @@ func RegisterShardStages(reg *engine.Registry) {
 			}
 			return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runSign(ctx, sc, cfg) }), nil
 		}, Doc: "cross-shard dedup, step 1 (run sharded): text hash and MinHash signature per item (dedup_signatures)"})
-	reg.RegisterType(engine.StageType{Name: "dedup_merge", Parallelism: engine.Global, Outputs: []string{KindDecisions},
+	reg.RegisterType(engine.StageType{Name: "dedup_merge", Config: StageConfig{}, Parallelism: engine.Global, Outputs: []string{KindDecisions},
 		Factory: func(scfg engine.StageConfig) (engine.Stage, error) {
 			cfg, err := stageCfg(scfg)
 			if err != nil {
@@ -99,7 +99,7 @@ func RegisterShardStages(reg *engine.Registry) {
 			}
 			return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runMerge(ctx, sc, cfg) }), nil
 		}, Doc: "cross-shard dedup, step 2 (run unsharded): LSH over all signatures, verification, clusters and survivors (dedup_decisions)"})
-	reg.RegisterType(engine.StageType{Name: "dedup_filter", Parallelism: engine.PerPart, Outputs: []string{"items", "rejections"}, Broadcast: []string{KindDecisions},
+	reg.RegisterType(engine.StageType{Name: "dedup_filter", Config: FilterConfig{}, Parallelism: engine.PerPart, Outputs: []string{"items", "rejections"}, Broadcast: []string{KindDecisions},
 		Factory: func(scfg engine.StageConfig) (engine.Stage, error) {
 			var cfg FilterConfig
 			if err := scfg.Decode(&cfg); err != nil {

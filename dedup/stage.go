@@ -127,7 +127,7 @@ type RejectionDetail struct {
 
 // RegisterStages adds the "dedup" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.RegisterType(engine.StageType{Name: "dedup", Parallelism: engine.Global, Outputs: []string{"items", "rejections"},
+	reg.RegisterType(engine.StageType{Name: "dedup", Config: StageConfig{}, Parallelism: engine.Global, Outputs: []string{"items", "rejections"},
 		Factory: func(scfg engine.StageConfig) (engine.Stage, error) {
 			cfg := DefaultStageConfig()
 			if err := scfg.Decode(&cfg); err != nil {

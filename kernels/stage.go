@@ -27,7 +27,7 @@ type StageConfig struct {
 // upstream "candidates" rows, and writes "items", "evidence" and
 // "rejections".
 func RegisterStages(reg *engine.Registry) {
-	reg.RegisterType(engine.StageType{Name: "verify_kernel", Parallelism: engine.PerPart, Outputs: []string{"items", "evidence", "rejections"},
+	reg.RegisterType(engine.StageType{Name: "verify_kernel", Config: StageConfig{}, Parallelism: engine.PerPart, Outputs: []string{"items", "evidence", "rejections"},
 		Factory: func(c engine.StageConfig) (engine.Stage, error) {
 			def := DefaultConfig()
 			sc := StageConfig{Backend: def.Backend, Trials: def.Trials, Warmup: def.Warmup, Reps: def.Reps, Timeout: def.Timeout,

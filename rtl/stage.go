@@ -28,7 +28,7 @@ type StageConfig struct {
 // any upstream "candidates" rows, and writes "items", "evidence" and
 // "rejections".
 func RegisterStages(reg *engine.Registry) {
-	reg.RegisterType(engine.StageType{Name: "verify_rtl", Parallelism: engine.PerPart, Outputs: []string{"items", "evidence", "rejections"},
+	reg.RegisterType(engine.StageType{Name: "verify_rtl", Config: StageConfig{}, Parallelism: engine.PerPart, Outputs: []string{"items", "evidence", "rejections"},
 		Factory: func(c engine.StageConfig) (engine.Stage, error) {
 			def := DefaultConfig()
 			sc := StageConfig{Simulator: def.Simulator, Retries: def.Retries, SimTimeout: def.Limits.SimTimeout,

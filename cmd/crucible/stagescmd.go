@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -45,6 +46,9 @@ func writeStages(w io.Writer, reg *engine.Registry) error {
 		if _, err := fmt.Fprintf(w, "\n  %s\n", t.Doc); err != nil {
 			return err
 		}
+		if keys := configKeys(reflect.TypeOf(t.Config)); len(keys) > 0 {
+			fmt.Fprintf(w, "  config: %s\n", strings.Join(keys, ", "))
+		}
 	}
 	return nil
 }
@@ -62,4 +66,36 @@ func stagesMarkdown(reg *engine.Registry) string {
 		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s |\n", name, t.Parallelism, strings.Join(t.Outputs, "`, `"), bc)
 	}
 	return b.String()
+}
+
+// configKeys are the YAML keys of a stage's config struct (inline structs
+// flattened), in declaration order.
+func configKeys(t reflect.Type) []string {
+	if t == nil {
+		return nil
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case name == "-":
+		case strings.Contains(opts, "inline"):
+			out = append(out, configKeys(f.Type)...)
+		case name == "":
+			out = append(out, strings.ToLower(f.Name))
+		default:
+			out = append(out, name)
+		}
+	}
+	return out
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/internal/testenv"
 )
 
@@ -35,8 +37,20 @@ func TestEveryStageTypeIsDeclared(t *testing.T) {
 	reg := newRegistry()
 	for _, name := range reg.Types() {
 		st, _ := reg.Type(name)
-		if len(st.Outputs) == 0 || st.Doc == "" {
-			t.Errorf("stage type %s: outputs %v, doc %q: register it with RegisterType and its outputs", name, st.Outputs, st.Doc)
+		if len(st.Outputs) == 0 || st.Doc == "" || len(configKeys(reflect.TypeOf(st.Config))) == 0 {
+			t.Errorf("stage type %s: outputs %v, doc %q, config %T: register it with RegisterType, its outputs and its config type", name, st.Outputs, st.Doc, st.Config)
+		}
+		// An unknown key is refused by the stage's own decoder, so the
+		// declared config type is the one that decodes: every declared key
+		// must not be reported as unknown.
+		for _, key := range configKeys(reflect.TypeOf(st.Config)) {
+			sc, err := engine.NewStageConfig(name, key+": null")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := reg.Build(name, sc); err != nil && strings.Contains(err.Error(), "not found in type") {
+				t.Errorf("stage type %s: declared config key %q is unknown to its decoder: %v", name, key, err)
+			}
 		}
 	}
 }

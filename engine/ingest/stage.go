@@ -15,7 +15,7 @@ type StageConfig struct {
 
 // RegisterStages adds the "ingest" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.RegisterType(engine.StageType{Name: "ingest", Parallelism: engine.PerPart, Outputs: []string{"items", "rejections"}, SplitsFiles: true,
+	reg.RegisterType(engine.StageType{Name: "ingest", Config: StageConfig{}, Parallelism: engine.PerPart, Outputs: []string{"items", "rejections"}, SplitsFiles: true,
 		Factory: func(c engine.StageConfig) (engine.Stage, error) {
 			cfg := StageConfig{Preset: PresetItems}
 			if err := c.Decode(&cfg); err != nil {

@@ -40,7 +40,7 @@ type StageSettings struct {
 //     config: {restrict_to: gap, validation_fraction: 0.2, lineage_cap: 4, train_size: 1000,
 //     targets: {domain: {rtl: 0.7, kernel: 0.3}}}
 func RegisterStages(reg *engine.Registry) {
-	reg.RegisterType(engine.StageType{Name: "compose", Parallelism: engine.Global, Outputs: []string{KindTrain, KindValidation, KindComposition, KindCoverage, KindRejections},
+	reg.RegisterType(engine.StageType{Name: "compose", Config: StageSettings{}, Parallelism: engine.Global, Outputs: []string{KindTrain, KindValidation, KindComposition, KindCoverage, KindRejections},
 		Factory: func(sc engine.StageConfig) (engine.Stage, error) {
 			cfg := StageSettings{Config: DefaultConfig()}
 			if err := sc.Decode(&cfg); err != nil {

@@ -80,7 +80,7 @@ func NewVerifier(simulator string, workers int, cacheDir string, retries int) (*
 
 // RegisterStages adds the "evolve" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.RegisterType(engine.StageType{Name: "evolve", Parallelism: engine.PerPart, Outputs: []string{KindEvolved, KindSkipped, "items", KindChatLog},
+	reg.RegisterType(engine.StageType{Name: "evolve", Config: StageConfig{}, Parallelism: engine.PerPart, Outputs: []string{KindEvolved, KindSkipped, "items", KindChatLog},
 		Factory: func(c engine.StageConfig) (engine.Stage, error) {
 			sc := DefaultStageConfig()
 			if err := c.Decode(&sc); err != nil {

@@ -63,7 +63,7 @@ func contains(set []string, v string) bool {
 
 // RegisterStages adds the "filter" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.RegisterType(engine.StageType{Name: "filter", Parallelism: engine.PerPart, Outputs: []string{"items", "rejections"},
+	reg.RegisterType(engine.StageType{Name: "filter", Config: Config{}, Parallelism: engine.PerPart, Outputs: []string{"items", "rejections"},
 		Factory: func(sc engine.StageConfig) (engine.Stage, error) {
 			var cfg Config
 			if err := sc.Decode(&cfg); err != nil {

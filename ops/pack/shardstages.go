@@ -82,13 +82,13 @@ type ShardConfig struct {
 
 // RegisterShardStages registers pack_lengths, pack_plan and pack_write.
 func RegisterShardStages(reg *engine.Registry) {
-	reg.RegisterType(engine.StageType{Name: "pack_lengths", Parallelism: engine.PerPart, Outputs: []string{KindPackLengths, KindPackMeta, KindRejections},
+	reg.RegisterType(engine.StageType{Name: "pack_lengths", Config: ShardConfig{}, Parallelism: engine.PerPart, Outputs: []string{KindPackLengths, KindPackMeta, KindRejections},
 		Factory: shardFactory(runPackLengths),
 		Doc:     "cross-shard packing 1/3 (sharded): render and tokenise a part's trajectories, write pack_lengths rows (over-length samples marked dropped)"})
-	reg.RegisterType(engine.StageType{Name: "pack_plan", Parallelism: engine.Global, Outputs: []string{KindPackPlan, KindPackMeta, KindDropped, KindRejections},
+	reg.RegisterType(engine.StageType{Name: "pack_plan", Config: ShardConfig{}, Parallelism: engine.Global, Outputs: []string{KindPackPlan, KindPackMeta, KindDropped, KindRejections},
 		Factory: shardFactory(runPackPlan),
 		Doc:     "cross-shard packing 2/3 (unsharded): one global best-fit plan over every part's lengths; pack_plan rows, dropped report, fill"})
-	reg.RegisterType(engine.StageType{Name: "pack_write", Parallelism: engine.PerPart, Outputs: []string{KindPacked}, Broadcast: []string{KindPackPlan, KindPackMeta},
+	reg.RegisterType(engine.StageType{Name: "pack_write", Config: ShardConfig{}, Parallelism: engine.PerPart, Outputs: []string{KindPacked}, Broadcast: []string{KindPackPlan, KindPackMeta},
 		Factory: shardFactory(runPackWrite),
 		Doc:     "cross-shard packing 3/3 (sharded): part i re-renders the samples of its contiguous range of plan rows and writes packed rows"})
 }

@@ -13,7 +13,7 @@ const InputKind = "trajectories"
 
 // RegisterStages registers the "pack" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.RegisterType(engine.StageType{Name: "pack", Parallelism: engine.Global, Outputs: []string{KindPacked, KindDropped, KindRejections},
+	reg.RegisterType(engine.StageType{Name: "pack", Config: Config{}, Parallelism: engine.Global, Outputs: []string{KindPacked, KindDropped, KindRejections},
 		Factory: newStage,
 		Doc:     "render trajectories with a chat template, tokenise exactly, drop samples over seq_len, pack (bfd|ffs|none) into megatron or trl Parquet rows"})
 }

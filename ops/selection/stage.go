@@ -47,7 +47,7 @@ func RegisterStages(reg *engine.Registry, opts ...StageOption) {
 	for _, o := range opts {
 		o(&deps)
 	}
-	reg.RegisterType(engine.StageType{Name: "select", Parallelism: engine.Global, Outputs: []string{KindEvidence, KindRejections, KindSelection, KindGap, KindUncovered, KindRecoverable, KindRewards, KindStrataSample},
+	reg.RegisterType(engine.StageType{Name: "select", Config: Config{}, Parallelism: engine.Global, Outputs: []string{KindEvidence, KindRejections, KindSelection, KindGap, KindUncovered, KindRecoverable, KindRewards, KindStrataSample},
 		Factory: func(sc engine.StageConfig) (engine.Stage, error) {
 			cfg, err := DecodeConfig(sc)
 			if err != nil {

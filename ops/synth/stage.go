@@ -123,7 +123,7 @@ func lockedSink(w *engine.ShardWriter[textgen.ChatLog]) textgen.LogSink {
 
 // RegisterStages adds the "synthesize" stage type.
 func RegisterStages(reg *engine.Registry) {
-	reg.RegisterType(engine.StageType{Name: "synthesize", Parallelism: engine.PerPart, Outputs: []string{KindChatLog, KindPack, KindRecords, KindPairs, KindCorrections},
+	reg.RegisterType(engine.StageType{Name: "synthesize", Config: StageConfig{}, Parallelism: engine.PerPart, Outputs: []string{KindChatLog, KindPack, KindRecords, KindPairs, KindCorrections},
 		Factory: func(cfg engine.StageConfig) (engine.Stage, error) {
 			sc := DefaultStageConfig()
 			if err := cfg.Decode(&sc); err != nil {
