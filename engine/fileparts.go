@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 )
 
 // Raw input files are cut into shard parts by rows, not by file index, for
@@ -295,17 +294,10 @@ func ScanJSONLRange(path string, start, end int64, fn func(line int64, raw []byt
 			return nil // EOF
 		}
 		line++
-		raw := bytes.TrimSpace(buf)
-		switch {
-		case long:
+		if long {
 			bad(&JSONLError{Path: path, Line: line, Err: fmt.Errorf("line longer than %d bytes", MaxJSONLLine)})
-		case len(raw) == 0:
-		case !utf8.Valid(raw):
-			bad(&JSONLError{Path: path, Line: line, Err: fmt.Errorf("invalid UTF-8 at byte %d", invalidUTF8At(raw))})
-		default:
-			if err := fn(line, raw); err != nil {
-				return err
-			}
+		} else if err := emitLine(path, line, buf, fn, bad); err != nil {
+			return err
 		}
 		if rerr != nil {
 			return nil

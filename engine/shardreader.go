@@ -223,15 +223,8 @@ func ScanJSONL(path string, fn func(line int64, raw []byte) error, bad func(*JSO
 		}
 		if len(buf) > 0 {
 			line++
-			raw := bytes.TrimSpace(buf)
-			switch {
-			case len(raw) == 0:
-			case !utf8.Valid(raw):
-				bad(&JSONLError{Path: path, Line: line, Err: fmt.Errorf("invalid UTF-8 at byte %d", invalidUTF8At(raw))})
-			default:
-				if ferr := fn(line, raw); ferr != nil {
-					return ferr
-				}
+			if ferr := emitLine(path, line, buf, fn, bad); ferr != nil {
+				return ferr
 			}
 		}
 		buf = buf[:0]
@@ -239,6 +232,20 @@ func ScanJSONL(path string, fn func(line int64, raw []byte) error, bad func(*JSO
 			return nil
 		}
 	}
+}
+
+// emitLine hands one read line to fn, or to bad when it is not valid UTF-8;
+// blank lines count as lines but hold no row.
+func emitLine(path string, line int64, buf []byte, fn func(line int64, raw []byte) error, bad func(*JSONLError)) error {
+	raw := bytes.TrimSpace(buf)
+	switch {
+	case len(raw) == 0:
+		return nil
+	case !utf8.Valid(raw):
+		bad(&JSONLError{Path: path, Line: line, Err: fmt.Errorf("invalid UTF-8 at byte %d", invalidUTF8At(raw))})
+		return nil
+	}
+	return fn(line, raw)
 }
 
 func skipLine(br *bufio.Reader) error {
