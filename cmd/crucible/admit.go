@@ -224,7 +224,11 @@ func runAdmit(ctx context.Context, o AdmitOptions) error {
 		}
 		shards = append(shards, s...)
 	}
-	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "admit", Type: "admit", Inputs: fileRefs(append(ppaths, cpaths...)),
+	refs, err := fileRefs(append(ppaths, cpaths...))
+	if err != nil {
+		return err
+	}
+	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "admit", Type: "admit", Inputs: refs,
 		Shards: relShards(shards), Counts: res.Counters()}
 	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
 		return err

@@ -159,7 +159,11 @@ func runCompose(ctx context.Context, o ComposeOptions) error {
 	if err != nil {
 		return err
 	}
-	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "compose", Type: "compose", Inputs: fileRefs(inputs),
+	refs, err := fileRefs(inputs)
+	if err != nil {
+		return err
+	}
+	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "compose", Type: "compose", Inputs: refs,
 		Shards: relShards(shards), Counts: res.Counters()}
 	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
 		return err

@@ -27,7 +27,11 @@ func writeEvidenceDir(dir string, opts engine.WriterOptions, stage, typ string, 
 			counts["stage."+ev.FailureStage]++
 		}
 	}
+	refs, err := fileRefs(inputs)
+	if err != nil {
+		return err
+	}
 	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: stage, Type: typ,
-		Inputs: fileRefs(inputs), Shards: infos, Counts: counts}
+		Inputs: refs, Shards: infos, Counts: counts}
 	return engine.WriteManifest(dir, "manifest.json", m)
 }

@@ -227,7 +227,11 @@ func runEvolve(ctx context.Context, o EvolveOptions) error {
 		}
 		shards = append(shards, s...)
 	}
-	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "evolve", Type: "evolve", Inputs: fileRefs(paths),
+	refs, err := fileRefs(paths)
+	if err != nil {
+		return err
+	}
+	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "evolve", Type: "evolve", Inputs: refs,
 		Shards: relShards(shards), Counts: res.Counts}
 	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
 		return err

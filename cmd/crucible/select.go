@@ -239,7 +239,11 @@ func runSelect(ctx context.Context, o SelectOptions) error {
 	if err != nil {
 		return err
 	}
-	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "select", Type: "select", Inputs: fileRefs(append(rpaths, ipaths...)),
+	refs, err := fileRefs(append(rpaths, ipaths...))
+	if err != nil {
+		return err
+	}
+	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "select", Type: "select", Inputs: refs,
 		Shards: relShards(shards), Counts: res.Report.Counters()}
 	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
 		return err
@@ -318,14 +322,44 @@ func shardInputs(paths []string, kind string) ([]string, error) {
 	return out, nil
 }
 
-func fileRefs(paths []string) []engine.InputRef {
+// fileRefs are the manifest refs of a command's inputs: a directory (a task
+// folder) stands for every regular file under it; an input that cannot be
+// hashed is an error, never a ref silently left out.
+func fileRefs(paths []string) ([]engine.InputRef, error) {
 	refs := []engine.InputRef{}
+	add := func(p string) error {
+		h, err := engine.HashFile(p)
+		if err != nil {
+			return fmt.Errorf("recording input %s in the manifest: %w", p, err)
+		}
+		refs = append(refs, engine.InputRef{Kind: "file", Path: p, SHA256: h})
+		return nil
+	}
 	for _, p := range paths {
-		if h, err := engine.HashFile(p); err == nil {
-			refs = append(refs, engine.InputRef{Kind: "file", Path: p, SHA256: h})
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: recording input %s in the manifest: %v", engine.ErrInput, p, err)
+		}
+		if !st.IsDir() {
+			if err := add(p); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") {
+				return add(path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: recording input %s in the manifest: %v", engine.ErrInput, p, err)
 		}
 	}
-	return refs
+	return refs, nil
 }
 
 // relShards makes shard paths relative to the output directory, as

@@ -215,7 +215,11 @@ func runSynthesize(ctx context.Context, o SynthesizeOptions) error {
 	}
 	counts := synth.SummaryCounts(res)
 	counts["items"], counts["items_rejected"] = int64(len(items)), rejected
-	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "synthesize", Type: "synthesize", Inputs: fileRefs(inputs),
+	refs, err := fileRefs(inputs)
+	if err != nil {
+		return err
+	}
+	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "synthesize", Type: "synthesize", Inputs: refs,
 		Shards: shards, Counts: counts}
 	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
 		return err
