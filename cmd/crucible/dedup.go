@@ -21,6 +21,7 @@ type DedupOptions struct {
 	IDField    string
 	TextFields []string
 	Reuse      bool // reuse stored signatures found in the input
+	OnDupID    string // onDupError | onDupKeepFirst
 	Out        string
 	Config     dedup.Config
 	Writer     engine.WriterOptions
@@ -43,7 +44,7 @@ type DedupKeptRow struct {
 // DedupRejectRow is one removed row in DIR/rejections-*.parquet.
 type DedupRejectRow struct {
 	ID            string  `json:"id" arrow:"id"`
-	Reason        string  `json:"reason" arrow:"reason"` // exact_duplicate | near_duplicate
+	Reason        string  `json:"reason" arrow:"reason"` // exact_duplicate | near_duplicate | duplicate_id
 	ClusterID     string  `json:"cluster_id" arrow:"cluster_id"`
 	SurvivorID    string  `json:"survivor_id" arrow:"survivor_id"`
 	ClusterSize   int32   `json:"cluster_size" arrow:"cluster_size"`
@@ -76,8 +77,12 @@ and then across parts with one merge run over the parts' kept rows:
 The merge run skips tokenising and signing; it only bands, verifies and
 clusters.
 
-Exit codes: 0 done (duplicates found or not), 2 bad flags, 3 unreadable input
-or a row missing the id/text fields, 4 output not writable.`,
+A second row with an id already seen is refused (exit 3 naming both rows),
+or with --on-duplicate-id keep-first written to the rejections as
+duplicate_id and left out of the dedup.
+
+Exit codes: 0 done (duplicates found or not), 2 bad flags, 3 unreadable input,
+a row missing the id/text fields or a repeated id, 4 output not writable.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, ok := dedup.ParseLang(lang)
@@ -104,6 +109,7 @@ or a row missing the id/text fields, 4 output not writable.`,
 	f.IntVar(&o.Config.Workers, "workers", o.Config.Workers, "signature workers")
 	f.Uint64Var(&o.Config.Seed, "seed", o.Config.Seed, "hash seed (signatures are deterministic for a seed)")
 	f.StringVar(&o.Config.TempDir, "tmp", "", "spill directory for band-key runs (default: system temp)")
+	f.StringVar(&o.OnDupID, "on-duplicate-id", onDupError, "a second row with an id already seen: error (exit 3 naming both rows) | keep-first (the later rows become duplicate_id rejections)")
 	f.BoolVar(&o.Reuse, "reuse-signatures", false, "use the minhash/text_hash/minhash_params columns of an earlier run's output when their parameters match")
 	_ = c.MarkFlagRequired("in")
 	_ = c.MarkFlagRequired("text-field")
@@ -120,6 +126,13 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 	}
 	if err := o.Config.Validate(); err != nil {
 		return err
+	}
+	switch o.OnDupID {
+	case "":
+		o.OnDupID = onDupError
+	case onDupError, onDupKeepFirst:
+	default:
+		return fmt.Errorf("%w: --on-duplicate-id %q (want error or keep-first)", errUsage, o.OnDupID)
 	}
 	var in []string
 	for _, p := range o.In {
@@ -145,7 +158,7 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 		return err
 	}
 	defer release()
-	src := dedup.FileSource{Paths: o.In, IDField: o.IDField, TextFields: o.TextFields, ReuseSignatures: o.Reuse}
+	src := &uniqueIDs{src: dedup.FileSource{Paths: o.In, IDField: o.IDField, TextFields: o.TextFields, ReuseSignatures: o.Reuse}, policy: o.OnDupID}
 	// The bar follows the signature pass over the input; the second pass
 	// below re-reads it to write the outputs.
 	pctx, done := readProgress(ctx, "dedup", engine.InputBytes(o.In))
@@ -188,6 +201,11 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 		return rejects.Write(DedupRejectRow{ID: d.ID, Reason: dec.Reason, ClusterID: dec.ClusterID, SurvivorID: dec.SurvivorID,
 			ClusterSize: int32(dec.ClusterSize), Text: d.Text, Minhash: mh, TextHash: th, MinhashParams: sg.Params})
 	})
+	for _, d := range src.dups {
+		if err == nil {
+			err = rejects.Write(DedupRejectRow{ID: d.doc.ID, Reason: "duplicate_id", SurvivorID: d.doc.ID, Text: d.doc.Text})
+		}
+	}
 	if err != nil {
 		kept.Abort()
 		rejects.Abort()
@@ -196,7 +214,7 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 	st := res.Stats
 	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "dedup", Type: "dedup", Inputs: []engine.InputRef{},
 		Counts: map[string]int64{"rows": st.Docs, "kept": st.Docs - st.Removed, "removed": st.Removed, "clusters": st.Clusters,
-			"exact_pairs": st.ExactPairs, "candidate_pairs": st.CandidatePairs, "verified_pairs": st.VerifiedPairs}}
+			"duplicate_ids": int64(len(src.dups)), "exact_pairs": st.ExactPairs, "candidate_pairs": st.CandidatePairs, "verified_pairs": st.VerifiedPairs}}
 	for _, w := range []interface {
 		Close() ([]engine.ShardInfo, error)
 	}{kept, rejects} {
@@ -229,6 +247,9 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 		st.Bands, o.Config.Threshold, o.Config.NumPerm, o.Config.Shingle, o.Config.NGram, st.Backend, o.Config.Verify)
 	if st.ReusedSigs > 0 {
 		fmt.Fprintf(o.Stdout, "  reused %d stored signatures\n", st.ReusedSigs)
+	}
+	if len(src.dups) > 0 {
+		fmt.Fprintf(o.Stdout, "  %d rows repeated an earlier row's id: kept the first, the rest are duplicate_id rejections\n", len(src.dups))
 	}
 	fmt.Fprintf(o.Stdout, "  candidate pairs %d, verified %d; output: %s (%s)\n", st.CandidatePairs, st.VerifiedPairs, o.Out,
 		strings.Join([]string{"kept-*.parquet", "rejections-*.parquet", "manifest.json"}, ", "))
