@@ -18,7 +18,8 @@ type StageConfig struct {
 	Timeout      time.Duration `yaml:"timeout"`
 	Threshold    float64       `yaml:"speedup_threshold"`
 	Suspicious   float64       `yaml:"suspicious_speedup"`
-	DropUnjudged bool          `yaml:"drop_unjudged"` // reject items whose reference could not be judged here (e.g. GPU tasks on a CPU host)
+	SuspiciousN  int           `yaml:"suspicious_min_samples"` // timed calls per side before the suspicious_speedup gate may fire
+	DropUnjudged bool          `yaml:"drop_unjudged"`          // reject items whose reference could not be judged here (e.g. GPU tasks on a CPU host)
 }
 
 // RegisterStages adds the "verify_kernel" stage type: it runs every kernel
@@ -31,13 +32,13 @@ func RegisterStages(reg *engine.Registry) {
 		Factory: func(c engine.StageConfig) (engine.Stage, error) {
 			def := DefaultConfig()
 			sc := StageConfig{Backend: def.Backend, Trials: def.Trials, Warmup: def.Warmup, Reps: def.Reps, Timeout: def.Timeout,
-				Threshold: def.SpeedupThreshold, Suspicious: def.SuspiciousSpeedup}
+				Threshold: def.SpeedupThreshold, Suspicious: def.SuspiciousSpeedup, SuspiciousN: def.SuspiciousSamples}
 			if err := c.Decode(&sc); err != nil {
 				return nil, err
 			}
 			cfg := def
 			cfg.Backend, cfg.Trials, cfg.Warmup, cfg.Reps, cfg.Timeout = sc.Backend, sc.Trials, sc.Warmup, sc.Reps, sc.Timeout
-			cfg.SpeedupThreshold, cfg.SuspiciousSpeedup = sc.Threshold, sc.Suspicious
+			cfg.SpeedupThreshold, cfg.SuspiciousSpeedup, cfg.SuspiciousSamples = sc.Threshold, sc.Suspicious, sc.SuspiciousN
 			if sc.Workers > 0 {
 				cfg.Workers = sc.Workers
 			}

@@ -20,7 +20,7 @@ type DedupOptions struct {
 	In         []string
 	IDField    string
 	TextFields []string
-	Reuse      bool // reuse stored signatures found in the input
+	Reuse      bool   // reuse stored signatures found in the input
 	OnDupID    string // onDupError | onDupKeepFirst
 	Out        string
 	Config     dedup.Config

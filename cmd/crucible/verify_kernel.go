@@ -78,7 +78,8 @@ func newVerifyKernelCmd() *cobra.Command {
 	f.IntVar(&o.Config.Workers, "workers", o.Config.Workers, "concurrent candidates (GPU jobs still take one GPU each)")
 	f.DurationVar(&o.Config.Timeout, "timeout", o.Config.Timeout, "wall-clock limit per candidate run")
 	f.Float64Var(&o.Config.SpeedupThreshold, "speedup-threshold", o.Config.SpeedupThreshold, "faster only if the speedup CI's lower bound >= this")
-	f.Float64Var(&o.Config.SuspiciousSpeedup, "suspicious-speedup", o.Config.SuspiciousSpeedup, "speedups whose CI lower bound exceeds this fire the suspicious_speedup gate")
+	f.Float64Var(&o.Config.SuspiciousSpeedup, "suspicious-speedup", o.Config.SuspiciousSpeedup, "a reference whose fastest call is over this many times the candidate's fastest fires the suspicious_speedup gate")
+	f.IntVar(&o.Config.SuspiciousSamples, "suspicious-min-samples", o.Config.SuspiciousSamples, "timed calls per side before the suspicious_speedup gate may fire (fewer: not armed)")
 	_ = c.MarkFlagRequired("items")
 	_ = c.MarkFlagRequired("out")
 	return c
