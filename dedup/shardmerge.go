@@ -183,7 +183,7 @@ func (s *signatureSource) Fetch(ctx context.Context, idx []int32, fn func(i int3
 // every row is loaded and sorted (documented cost: ~8·num_perm bytes per
 // item, when dedup_sign was split unlike its upstream).
 func loadSignatures(ctx context.Context, sc *engine.StageContext, cfg StageConfig, log *slog.Logger) (*signatureSource, error) {
-	src := &signatureSource{tab: &sigTable{}, paths: sc.InputPaths(KindSignatures), work: workDir(sc),
+	src := &signatureSource{tab: &sigTable{}, paths: sc.InputPaths(KindSignatures), work: sc.WorkDir(),
 		fields: cfg.fieldsFor, params: cfg.SignatureParams(), numPerm: cfg.NumPerm}
 	sorted := true
 	var prev sigKey

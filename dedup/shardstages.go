@@ -112,9 +112,6 @@ func RegisterShardStages(reg *engine.Registry) {
 		}, Doc: "cross-shard dedup, step 3 (run sharded): keep items the merge kept; duplicates become rejection rows with cluster and survivor ids"})
 }
 
-// workDir is the pipeline work directory (a stage's Dir is <work>/<stage>).
-func workDir(sc *engine.StageContext) string { return sc.WorkDir() }
-
 // sourceKey names an input shard relative to the work dir, the same way in
 // every stage and on every machine sharing the work dir.
 func sourceKey(work string, in engine.InputShard) string {
@@ -182,7 +179,7 @@ func runSign(ctx context.Context, sc *engine.StageContext, cfg StageConfig) erro
 		docs, rows = docs[:0], rows[:0]
 		return err
 	}
-	work := workDir(sc)
+	work := sc.WorkDir()
 	for _, in := range sc.Inputs("items") {
 		key := sourceKey(work, in)
 		var row int64
@@ -210,7 +207,7 @@ func runSign(ctx context.Context, sc *engine.StageContext, cfg StageConfig) erro
 // runFilter applies the merge's decisions to this part's items. Only the
 // decisions of this part's upstream shards are kept in memory.
 func runFilter(ctx context.Context, sc *engine.StageContext, cfg FilterConfig) error {
-	work := workDir(sc)
+	work := sc.WorkDir()
 	decShards := sc.Inputs(KindDecisions)
 	from := map[string]bool{}
 	for _, d := range decShards {

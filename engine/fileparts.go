@@ -2,14 +2,13 @@ package engine
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
+	"strings"
 )
 
 // Raw input files are cut into shard parts by rows, not by file index, for
@@ -174,7 +173,7 @@ func taskFolderOf(f string, cache map[string]bool) string {
 
 func isUnder(f, dir string) bool {
 	rel, err := filepath.Rel(dir, f)
-	return err == nil && rel != ".." && !filepath.IsAbs(rel) && (len(rel) < 3 || rel[:3] != "../")
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func fileSize(f string) int64 {
@@ -186,30 +185,27 @@ func fileSize(f string) int64 {
 }
 
 // sniffSplittable says how a file may be cut: Parquet by row groups, plain
-// (uncompressed) JSONL by bytes, anything else not at all.
+// (uncompressed) JSONL by bytes, anything else not at all. The format is
+// OpenInput's (the reader's own detection); a file it refuses is one whole
+// unit, so the reader reports it once.
 func sniffSplittable(f string) (string, error) {
-	fh, err := os.Open(f)
+	st, err := os.Stat(f)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrInput, err)
 	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil || !st.Mode().IsRegular() {
+	if !st.Mode().IsRegular() {
 		return RangeWhole, nil // a pipe: read whole, once
 	}
-	head := make([]byte, 16)
-	k, _ := fh.Read(head)
-	head = head[:k]
-	switch {
-	case bytes.HasPrefix(head, magicParquet):
-		return RangeRowGroups, nil
-	case bytes.HasPrefix(head, magicGzip), bytes.HasPrefix(head, magicZstd):
+	in, format, err := OpenInput(f)
+	if err != nil {
 		return RangeWhole, nil
 	}
-	for _, u := range unsupported {
-		if bytes.HasPrefix(head, u.magic) {
-			return RangeWhole, nil // the reader reports it
-		}
+	in.Close()
+	switch {
+	case format.Kind == FormatParquet:
+		return RangeRowGroups, nil
+	case format.Compression != CompressionNone:
+		return RangeWhole, nil
 	}
 	return RangeBytes, nil
 }
@@ -306,25 +302,23 @@ func ScanJSONLRange(path string, start, end int64, fn func(line int64, raw []byt
 	return nil
 }
 
-// RangeRefs are the manifest's file refs of a part's ranges: one per range,
-// the file's hash and the range, so a rerun with the same N reads, and is
-// checked against, the same rows.
-func rangeRefs(cfgDir string, ranges []FileRange) ([]InputRef, []string, error) {
+// rangeRefs are the manifest's file refs of a part's ranges (whole files
+// included): one per range, the file's hash and the range, so a rerun with
+// the same N reads, and is checked against, the same rows.
+func rangeRefs(cfgDir string, ranges []FileRange) ([]InputRef, error) {
 	var refs []InputRef
-	var files []string
 	hashes := map[string]string{}
 	for _, r := range ranges {
 		h, ok := hashes[r.Path]
 		if !ok {
 			var err error
 			if h, err = HashFile(r.Path); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			hashes[r.Path] = h
-			files = append(files, r.Path)
 		}
 		rel, _ := filepath.Rel(cfgDir, r.Path)
 		refs = append(refs, InputRef{Kind: "file", Path: rel, SHA256: h, Range: r.String()})
 	}
-	return refs, slices.Clip(files), nil
+	return refs, nil
 }

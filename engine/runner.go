@@ -357,31 +357,33 @@ func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string, s
 	if err != nil {
 		return in, nil, err
 	}
+	// A SplitsFiles stage in a sharded run reads balanced row ranges;
+	// otherwise part i reads whole files i, i+N, ...
+	var mine []FileRange
 	if st.SplitsFiles && sh.Count > 1 {
 		parts, err := PlanFileParts(files, sh.Count)
 		if err != nil {
 			return in, nil, err
 		}
-		fileRefs, paths, err := rangeRefs(cfg.Dir(), parts[sh.Index])
-		if err != nil {
-			return in, nil, err
+		mine, in.ranges = parts[sh.Index], parts[sh.Index]
+		for _, r := range mine {
+			if len(in.files) == 0 || in.files[len(in.files)-1] != r.Path { // a file's ranges in a part are adjacent
+				in.files = append(in.files, r.Path)
+			}
 		}
-		in.files, in.ranges = paths, parts[sh.Index]
-		return in, append(refs, fileRefs...), nil
+	} else {
+		for i, f := range files {
+			if sh.Owns(i) {
+				mine = append(mine, FileRange{Path: f})
+				in.files = append(in.files, f)
+			}
+		}
 	}
-	for i, f := range files {
-		if !sh.Owns(i) {
-			continue
-		}
-		h, err := HashFile(f)
-		if err != nil {
-			return in, nil, err
-		}
-		rel, _ := filepath.Rel(cfg.Dir(), f)
-		refs = append(refs, InputRef{Kind: "file", Path: rel, SHA256: h})
-		in.files = append(in.files, f)
+	fileRefs, err := rangeRefs(cfg.Dir(), mine)
+	if err != nil {
+		return in, nil, err
 	}
-	return in, refs, nil
+	return in, append(refs, fileRefs...), nil
 }
 
 // upstreamOutput returns what a stage reads from an upstream stage. In a
@@ -400,33 +402,40 @@ func upstreamOutput(dir string, sh Shard) (*StageOutput, bool, error) {
 }
 
 // expandInputs resolves input paths; a directory stands for every regular
-// file under it, in lexical order.
+// file under it, in lexical order (InputFiles).
 func expandInputs(cfg *PipelineConfig, inputs []string) ([]string, error) {
 	var out []string
 	for _, in := range inputs {
-		p := resolvePath(cfg.Dir(), in)
-		st, err := os.Stat(p)
+		files, err := InputFiles(resolvePath(cfg.Dir(), in))
 		if err != nil {
 			return nil, fmt.Errorf("%w: input %s: %v", ErrInput, in, err)
 		}
-		if !st.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") {
-				out = append(out, path)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%w: input %s: %v", ErrInput, in, err)
-		}
+		out = append(out, files...)
 	}
 	return out, nil
+}
+
+// InputFiles is what an input path stands for: the file itself, or every
+// regular file under a directory (hidden ones left out), in lexical order.
+func InputFiles(p string) ([]string, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return []string{p}, nil
+	}
+	var out []string
+	err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") {
+			out = append(out, path)
+		}
+		return nil
+	})
+	return out, err
 }
 
 func partPrefix(sh Shard) string {

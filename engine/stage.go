@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -250,12 +249,7 @@ type StageContext struct {
 // WorkDir is the pipeline's work directory (the parent of every stage's
 // directory), for naming input shards relative to it; stages read other
 // stages only through their declared inputs.
-func (sc *StageContext) WorkDir() string {
-	if sc.work == "" {
-		return filepath.Dir(sc.Dir)
-	}
-	return sc.work
-}
+func (sc *StageContext) WorkDir() string { return sc.work }
 
 // PassedOn tells the runner's yield check how many input rows the stage
 // passed on, where its main output's row count is not that number (the

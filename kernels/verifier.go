@@ -221,10 +221,7 @@ func (v *Verifier) evidence(ev engine.Evidence, t *Task, c engine.Candidate, o O
 	if len(o.RefTimes) > 0 && len(o.CandTimes) > 0 {
 		rt, ct := Summarize(o.RefTimes), Summarize(o.CandTimes)
 		point, lo, hi := SpeedupCI(o.RefTimes, o.CandTimes, v.cfg.BootstrapRounds, v.cfg.Alpha, t.Seed^seedOf(c.CandidateID))
-		faster := int64(0)
-		if lo >= v.cfg.SpeedupThreshold {
-			faster = 1
-		}
+		faster := boolInt(lo >= v.cfg.SpeedupThreshold)
 		m = append(m,
 			engine.FloatM("ref_ms_median", rt.Median), engine.FloatM("ref_ms_p10", rt.P10), engine.FloatM("ref_ms_p90", rt.P90),
 			engine.FloatM("cand_ms_median", ct.Median), engine.FloatM("cand_ms_p10", ct.P10), engine.FloatM("cand_ms_p90", ct.P90),

@@ -327,36 +327,17 @@ func shardInputs(paths []string, kind string) ([]string, error) {
 // hashed is an error, never a ref silently left out.
 func fileRefs(paths []string) ([]engine.InputRef, error) {
 	refs := []engine.InputRef{}
-	add := func(p string) error {
-		h, err := engine.HashFile(p)
-		if err != nil {
-			return fmt.Errorf("recording input %s in the manifest: %w", p, err)
-		}
-		refs = append(refs, engine.InputRef{Kind: "file", Path: p, SHA256: h})
-		return nil
-	}
 	for _, p := range paths {
-		st, err := os.Stat(p)
+		files, err := engine.InputFiles(p)
 		if err != nil {
 			return nil, fmt.Errorf("%w: recording input %s in the manifest: %v", engine.ErrInput, p, err)
 		}
-		if !st.IsDir() {
-			if err := add(p); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+		for _, f := range files {
+			h, err := engine.HashFile(f)
 			if err != nil {
-				return err
+				return nil, fmt.Errorf("recording input %s in the manifest: %w", f, err)
 			}
-			if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") {
-				return add(path)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%w: recording input %s in the manifest: %v", engine.ErrInput, p, err)
+			refs = append(refs, engine.InputRef{Kind: "file", Path: f, SHA256: h})
 		}
 	}
 	return refs, nil

@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/crucible-data/crucible/engine"
 )
@@ -62,7 +61,7 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) err
 		// the ones its preset understands.
 		if (cfg.Preset == PresetTaskDir && isTaskJSON(r.Path)) || (cfg.Preset != PresetTaskDir && isDataFile(r.Path)) {
 			keep = append(keep, r)
-			if !slices.Contains(files, r.Path) {
+			if len(files) == 0 || files[len(files)-1] != r.Path { // a file's ranges are adjacent
 				files = append(files, r.Path)
 			}
 		}

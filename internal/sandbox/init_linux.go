@@ -37,12 +37,6 @@ func runInit(blob string) {
 	runtime.LockOSThread()
 	_ = os.Unsetenv(envInit)
 	syscall.CloseOnExec(3)
-	var peek struct {
-		HoldFD int `json:"hold_fd"`
-	}
-	if json.Unmarshal([]byte(blob), &peek) == nil && peek.HoldFD > 0 {
-		syscall.CloseOnExec(peek.HoldFD)
-	}
 	out := os.NewFile(3, "report")
 	report := func(r initReport) {
 		b, _ := json.Marshal(r)
@@ -90,7 +84,7 @@ func runInit(blob string) {
 	}
 	if cfg.HoldFD > 0 {
 		// Spec.Hold: wait for the parent's go (a byte, or EOF when it is
-		// gone). The fd is close-on-exec and never one of the job's.
+		// gone), then close the fd: the job never inherits it.
 		hold := os.NewFile(uintptr(cfg.HoldFD), "hold")
 		_, _ = hold.Read(make([]byte, 1))
 		hold.Close()

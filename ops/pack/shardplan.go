@@ -198,7 +198,7 @@ func runPackWrite(ctx context.Context, sc *engine.StageContext, cfg ShardConfig,
 	lo, hi := sh.Index*len(plan)/sh.Count, (sh.Index+1)*len(plan)/sh.Count
 	mine := plan[lo:hi]
 
-	work := workDir(sc)
+	work := sc.WorkDir()
 	var docs []*writerDoc
 	bySource := map[string]map[int64]*writerDoc{}
 	for _, p := range mine {

@@ -182,9 +182,6 @@ func writeMeta(sc *engine.StageContext, m PackMeta) error {
 	return w.Write(m)
 }
 
-// workDir is the pipeline's work directory: a stage directory's parent.
-func workDir(sc *engine.StageContext) string { return sc.WorkDir() }
-
 // defaultPlanStage is `plan:`'s default: any pack_plan stage in from: will do.
 const defaultPlanStage = "pack_plan"
 
@@ -203,7 +200,7 @@ func splitSource(src string) (string, int64, error) {
 }
 
 func runPackLengths(ctx context.Context, sc *engine.StageContext, cfg ShardConfig, env *packEnv) error {
-	work := workDir(sc)
+	work := sc.WorkDir()
 	inputs := sc.InputPaths(InputKind)
 	var files []string
 	for _, f := range sc.Files {
