@@ -36,6 +36,9 @@ type Plan struct {
 // Parallelism comes from reg: a global stage runs as one task (a policy
 // asking to split one is an error), every other stage as ec.Shards parts.
 func NewPlan(reg *engine.Registry, cfg *engine.PipelineConfig, configPath string, ec Config, only []string) (*Plan, error) {
+	if reg == nil {
+		return nil, fmt.Errorf("%w: no stage registry: the planner takes each stage's parallelism from it", engine.ErrConfig)
+	}
 	if err := ec.Validate(cfg); err != nil {
 		return nil, err
 	}
