@@ -55,7 +55,17 @@ type Contract interface {
 	ReferenceCandidate() (string, error)
 	// Judge reads the simulation's stdout.
 	Judge(stdout []byte, complete bool, secret string, expectedSamples int64) Verdict
-	names() harnessNames
+	// trustedRun is the harness of the trusted (reference-only) run: the
+	// verdict rewritten to carry the secret and, where the contract knows
+	// the harness's sample counter, a monitor of its sample instants
+	// (sampled reports whether one was inserted).
+	trustedRun(secret string) (harness string, sampled bool, err error)
+	// dutReference is the whole reference as the module the candidate
+	// defines (the text instrumented in the trusted run and replayed).
+	dutReference() (string, error)
+	// checkUnits applies the contract's rules on the design units of the
+	// preprocessed candidate's tokens.
+	checkUnits(toks []token) *screenFinding
 }
 
 // ContractFor builds the contract an item's verifier names.
@@ -75,25 +85,18 @@ func ContractFor(item engine.Item) (Contract, error) {
 	base := baseContract{harness: v.Harness, top: top, dut: dut, reference: item.Reference}
 	switch v.Kind {
 	case engine.VerifierDifferential:
-		c := &Differential{baseContract: base, trustedRef: namespaceHelpers(item.Reference)}
-		c.protect = collectHarnessNames(v.Harness, c.trustedRef)
-		return c, nil
+		return &Differential{baseContract: base, trustedRef: namespaceHelpers(item.Reference)}, nil
 	case engine.VerifierCompletion:
 		prefix, err := CompletionPrefix(item)
 		if err != nil {
 			return nil, err
 		}
-		c := &Completion{Differential: Differential{baseContract: base, trustedRef: namespaceHelpers(item.Reference)}, Prefix: prefix}
-		c.protect = collectHarnessNames(v.Harness, c.trustedRef)
-		return c, nil
+		return &Completion{Differential: Differential{baseContract: base, trustedRef: namespaceHelpers(item.Reference)}, Prefix: prefix}, nil
 	case engine.VerifierSelfChecking:
 		if strings.TrimSpace(v.PassMarker) == "" {
 			return nil, fmt.Errorf("%w: item %s: self_checking verifier needs pass_marker", ErrInput, item.ItemID)
 		}
-		c := &SelfChecking{baseContract: base, PassMarker: v.PassMarker}
-		// The reference is the DUT itself here, so only the harness is protected.
-		c.protect = collectHarnessNames(v.Harness)
-		return c, nil
+		return &SelfChecking{baseContract: base, PassMarker: v.PassMarker}, nil
 	case "":
 		return nil, fmt.Errorf("%w: item %s: verifier.kind is empty", ErrInput, item.ItemID)
 	default:
@@ -103,12 +106,15 @@ func ContractFor(item engine.Item) (Contract, error) {
 
 type baseContract struct {
 	harness, top, dut, reference string
-	protect                      harnessNames
 }
 
-func (b *baseContract) HarnessTop() string  { return b.top }
-func (b *baseContract) DUT() string         { return b.dut }
-func (b *baseContract) names() harnessNames { return b.protect }
+func (b *baseContract) HarnessTop() string { return b.top }
+func (b *baseContract) DUT() string        { return b.dut }
+
+// checkUnits: a whole-module candidate may define any helper modules it
+// likes: the simulation it is judged in holds nothing else of ours but a
+// driver whose name it cannot know. A missing DUT fails at elaboration.
+func (b *baseContract) checkUnits([]token) *screenFinding { return nil }
 
 // verdictPrefix is the start of every trusted verdict line.
 const verdictPrefix = "CRUCIBLE-"
@@ -171,6 +177,25 @@ func (d *Differential) TrustedHarness(secret string) (string, error) {
 	return d.harness[:l[0]] + stmt + d.harness[l[1]:], nil
 }
 
+func (d *Differential) trustedRun(secret string) (string, bool, error) {
+	locs := reMismatchDisplay.FindAllStringSubmatchIndex(d.harness, -1)
+	if len(locs) != 1 {
+		return "", false, fmt.Errorf("differential harness must contain exactly one `$display(\"Mismatches: %%d in %%d samples\", ...)` statement, found %d", len(locs))
+	}
+	l := locs[0]
+	errs, samples := d.harness[l[2]:l[3]], d.harness[l[4]:l[5]]
+	// The sample monitor goes after the verdict statement (before the end
+	// of its module), so the statement's offsets stay valid.
+	h, sampled := withSampler(d.harness, l[1], samples)
+	stmt := fmt.Sprintf(`$display("%s%s mismatches=%%0d samples=%%0d time=%%0d", %s, %s, $time);`,
+		verdictPrefix, secret, errs, samples)
+	return h[:l[0]] + stmt + h[l[1]:], sampled, nil
+}
+
+func (d *Differential) dutReference() (string, error) {
+	return RenameModule(d.reference, RefModuleName, d.dut)
+}
+
 func (d *Differential) Assemble(candidate string) (string, *screenFinding) { return candidate, nil }
 
 func (d *Differential) ReferenceCandidate() (string, error) {
@@ -226,16 +251,26 @@ type Completion struct {
 
 func (c *Completion) Kind() string { return engine.VerifierCompletion }
 
-func (c *Completion) Assemble(body string) (string, *screenFinding) {
-	joined := c.Prefix + "\n" + body
-	units := countModules(joined)
-	if len(units) != 1 || units[0] != c.dut {
-		return "", &screenFinding{"completion", fmt.Sprintf("the completed text must declare exactly one design unit, %s; it declares %v", c.dut, units)}
+func (c *Completion) Assemble(body string) (string, *screenFinding) { return c.Prefix + "\n" + body, nil }
+
+// checkUnits: the completed text (prefix and body, preprocessed) must be
+// exactly one design unit, the target, ended by its endmodule.
+func (c *Completion) checkUnits(toks []token) *screenFinding {
+	units, err := designUnits(toks)
+	if err != nil {
+		return &screenFinding{"completion", "the completion does not end the module: " + err.Error()}
 	}
-	if !regexp.MustCompile(`\bendmodule\b`).MatchString(stripCommentsAndStrings(body)) {
-		return "", &screenFinding{"completion", "the completion does not end the module (no endmodule)"}
+	var names []string
+	for _, u := range units {
+		names = append(names, u.Name)
 	}
-	return joined, nil
+	if len(units) != 1 || units[0].Name != c.dut || units[0].Keyword != "module" {
+		return &screenFinding{"completion", fmt.Sprintf("the completed text must declare exactly one design unit, %s; it declares %v", c.dut, names)}
+	}
+	if units[0].End != len(toks)-1 {
+		return &screenFinding{"completion", "text after the module's endmodule"}
+	}
+	return nil
 }
 
 func (c *Completion) ReferenceCandidate() (string, error) {
@@ -316,6 +351,13 @@ func (s *SelfChecking) TrustedHarness(secret string) (string, error) {
 	stmt := fmt.Sprintf(`$display("%s%s pass time=%%0d", $time);`, verdictPrefix, secret)
 	return s.harness[:l[0]] + stmt + s.harness[l[1]:], nil
 }
+
+func (s *SelfChecking) trustedRun(secret string) (string, bool, error) {
+	h, err := s.TrustedHarness(secret)
+	return h, false, err
+}
+
+func (s *SelfChecking) dutReference() (string, error) { return s.reference, nil }
 
 func (s *SelfChecking) Assemble(candidate string) (string, *screenFinding) { return candidate, nil }
 func (s *SelfChecking) ReferenceCandidate() (string, error)                { return s.reference, nil }

@@ -3,7 +3,7 @@ package rtl
 import "testing"
 
 // BenchmarkGoSideWork measures the verifier's in-process work per task
-// (contract, screening, harness rewrite) over the VerilogEval references,
+// (contract, token checks, recorder insertion, harness rewrite) over the VerilogEval references,
 // excluding the simulator processes.
 func BenchmarkGoSideWork(b *testing.B) {
 	items := loadVerilogEval(b, "verilog-eval/spec-to-rtl.jsonl")
@@ -16,8 +16,15 @@ func BenchmarkGoSideWork(b *testing.B) {
 				b.Fatal(err)
 			}
 			a, _ := c.Assemble(cands[k].Code)
-			screen(a, 1<<20, c.names(), c.DUT())
-			if _, err := c.TrustedHarness(newSecret()); err != nil {
+			checkTokens(a)
+			ref, err := c.dutReference()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, _, err := instrumentedReference(ref, c.DUT()); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := c.trustedRun(newSecret()); err != nil {
 				b.Fatal(err)
 			}
 		}

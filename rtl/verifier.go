@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -125,8 +126,24 @@ func (v *Verifier) verifyOne(ctx context.Context, item *engine.Item, cand engine
 		return finish(ev, infraOutcome(ref.Stage, ref.Cause), ref.Attempts), nil
 	}
 	assembled, finding := c.Assemble(cand.Code)
+	pre := ""
 	if finding == nil {
-		finding = screen(assembled, v.cfg.Limits.MaxCandidateBytes, c.names(), c.DUT())
+		var infra *jobOutcome
+		pre, finding, infra, err = v.staticCheck(ctx, assembled)
+		if err != nil {
+			return ev, err
+		}
+		if infra != nil {
+			return finish(ev, *infra, 0), nil
+		}
+	}
+	if finding == nil {
+		toks, lerr := lexVerilog(pre, lexOptions{})
+		if lerr != nil {
+			finding = &screenFinding{"lex", lerr.Error()}
+		} else {
+			finding = c.checkUnits(toks)
+		}
 	}
 	if finding != nil {
 		return finish(ev, jobOutcome{Status: engine.StatusFail, Stage: engine.StageStatic, Cause: finding.Error()}, 0), nil
@@ -135,16 +152,20 @@ func (v *Verifier) verifyOne(ctx context.Context, item *engine.Item, cand engine
 	var attempts int32
 	if ref.assembled != "" && assembled == ref.assembled {
 		// The candidate is the reference itself (a --self-check run): its
-		// verdict under this toolchain is exactly the self-check's.
+		// verdict under this toolchain is exactly the self-check's replay.
 		o, attempts = ref.outcome, ref.Attempts
 	} else {
 		lim := v.cfg.Limits
 		budget := runBudget{CPUSeconds: lim.CandidateCPUSeconds(ref.CPU()),
 			Why: "the candidate's budget: " + lim.budgetRule()}
-		o, attempts, err = v.runWithRetries(ctx, c, assembled, ref.Expected, budget)
+		o, attempts, err = v.judgeCandidate(ctx, c, ref, pre, budget)
 		if err != nil {
 			return ev, err
 		}
+	}
+	if o.Status == engine.StatusPass && ref.Weak != "" {
+		o.Status, o.Stage = engine.StatusUnjudged, engine.StageWeakVerifier
+		o.Cause = "passed, but the task's verifier is weak: " + ref.Weak
 	}
 	if o.Status == engine.StatusPass && !v.sim.FourState() && !v.cfg.TrustTwoState {
 		o.Status, o.Stage = engine.StatusUnjudged, engine.StageToolchainUnsupported
@@ -166,8 +187,36 @@ func (v *Verifier) verifyOne(ctx context.Context, item *engine.Item, cand engine
 	return ev, nil
 }
 
+// judgeCandidate runs the candidate alone under the replay driver and
+// compares its trace with the reference's; under a self-checking contract
+// a trace that matches must also pass the trusted harness (run with the
+// candidate: harnesses may check what a port trace does not, such as
+// internal state, and the stimulus of a handshake depends on the outputs).
+func (v *Verifier) judgeCandidate(ctx context.Context, c Contract, ref refResult, code string, budget runBudget) (jobOutcome, int32, error) {
+	o, n, err := v.runWithRetries(ctx, func(ctx context.Context) (jobOutcome, error) {
+		return v.replayJob(ctx, ref.rt, ref.Timescale, code, c.DUT(), budget)
+	})
+	if err != nil || o.Status != engine.StatusPass || c.Kind() != engine.VerifierSelfChecking {
+		return o, n, err
+	}
+	h, n2, err := v.runWithRetries(ctx, func(ctx context.Context) (jobOutcome, error) {
+		return v.runHarnessJob(ctx, c, code, 0, budget)
+	})
+	if err != nil {
+		return h, n + n2, err
+	}
+	if h.Status != engine.StatusPass {
+		h.Cause = "the trace matches the reference's, but the trusted harness run with the candidate did not pass: " + h.Cause
+		h.Verdict = o.Verdict
+		return h, n + n2, nil
+	}
+	o.Wall += h.Wall
+	o.CPU += h.CPU
+	return o, n + n2, nil
+}
+
 // runWithRetries retries transient infrastructure failures with backoff.
-func (v *Verifier) runWithRetries(ctx context.Context, c Contract, code string, expected int64, budget runBudget) (jobOutcome, int32, error) {
+func (v *Verifier) runWithRetries(ctx context.Context, job func(context.Context) (jobOutcome, error)) (jobOutcome, int32, error) {
 	var o jobOutcome
 	var n int32
 	for attempt := 0; attempt <= v.cfg.Retries; attempt++ {
@@ -179,7 +228,7 @@ func (v *Verifier) runWithRetries(ctx context.Context, c Contract, code string, 
 			}
 		}
 		var err error
-		o, err = v.runJob(ctx, c, code, expected, budget)
+		o, err = job(ctx)
 		if err != nil {
 			return o, n, err
 		}
@@ -233,22 +282,41 @@ func contractKey(item *engine.Item) string {
 
 // ---- reference self-check ----------------------------------------------
 
-// refResult is what the reference did under its own harness.
+// refResult is what the reference did under its own harness: the trusted
+// run's verdict, the port trace recorded there, and the replay of that
+// trace through the candidate path (which must reproduce it).
 type refResult struct {
 	OK       bool   `json:"ok"`
-	Expected int64  `json:"expected_samples"`
+	Expected int64  `json:"expected_samples"` // sample instants of the trace
 	Stage    string `json:"stage,omitempty"`
 	Cause    string `json:"cause,omitempty"`
 	Attempts int32  `json:"attempts"`
-	// CPUMicros is the reference simulation's CPU time, the base of its
-	// candidates' budgets (Limits).
-	CPUMicros  int64 `json:"cpu_us"`
-	definitive bool
-	outcome    jobOutcome
-	assembled  string
+	// CPUMicros is the larger of the trusted run's and the reference
+	// replay's CPU time, the base of its candidates' budgets (Limits).
+	CPUMicros int64 `json:"cpu_us"`
+	// HarnessSamples is the sample count the harness itself reported.
+	HarnessSamples int64        `json:"harness_samples"`
+	Trace          string       `json:"trace,omitempty"`   // the recorder's file
+	SampleLog      string       `json:"samples,omitempty"` // the sample monitor's file
+	Sampled        bool         `json:"harness_sampled"`
+	Timescale      string       `json:"timescale,omitempty"`
+	In             []modulePort `json:"inputs,omitempty"`
+	Out            []modulePort `json:"outputs,omitempty"`
+	// TogglingOutputs counts outputs that take more than one defined value
+	// at the samples; Weak says why the task's verifier cannot tell a
+	// constant candidate from the reference ("" when it can).
+	TogglingOutputs int    `json:"toggling_outputs"`
+	DefinedSamples  int    `json:"defined_samples"`
+	Weak            string `json:"weak,omitempty"`
+	// Split are the racy timesteps the replay applies edge-first (see
+	// refTrace.schedule), found by findSplits.
+	Split []int64 `json:"split,omitempty"`
+	definitive      bool
+	outcome         jobOutcome // the reference replay's outcome
+	assembled       string
+	rt              *refTrace
 }
 
-// CPU is the reference simulation's measured CPU time.
 func (r refResult) CPU() time.Duration { return time.Duration(r.CPUMicros) * time.Microsecond }
 
 type refEntry struct {
@@ -260,7 +328,7 @@ type refEntry struct {
 // the simulator with its version and flags.
 func (v *Verifier) refKey(item engine.Item, c Contract) string {
 	h := sha256.New()
-	for _, s := range []string{c.Kind(), contractKey(&item), item.Verifier.Harness, item.Reference, item.Instruction} {
+	for _, s := range []string{refCacheVersion, c.Kind(), contractKey(&item), item.Verifier.Harness, item.Reference, item.Instruction} {
 		fmt.Fprintf(h, "%d:%s", len(s), s)
 	}
 	for _, t := range v.sim.Tools() {
@@ -304,6 +372,10 @@ func (v *Verifier) referenceCheck(ctx context.Context, item engine.Item, c Contr
 	}
 }
 
+// refCacheVersion names the on-disk self-check format: v3 entries carry
+// the reference's port trace (the verdict of the trace design).
+const refCacheVersion = "v3"
+
 func (v *Verifier) computeReference(ctx context.Context, item engine.Item, c Contract, key string) (refResult, error) {
 	refCand, err := c.ReferenceCandidate()
 	if err != nil {
@@ -313,43 +385,194 @@ func (v *Verifier) computeReference(ctx context.Context, item engine.Item, c Con
 	if finding != nil {
 		return refResult{Stage: engine.StagePayloadCorrupt, Cause: "reference: " + finding.Error(), definitive: true}, nil
 	}
+	dutRef, err := c.dutReference()
+	if err != nil {
+		return refResult{Stage: engine.StagePayloadCorrupt, Cause: "reference: " + err.Error(), definitive: true}, nil
+	}
 	cachePath := ""
 	if v.cfg.CacheDir != "" {
-		// v2: entries carry the reference's CPU time (the budget base).
-		cachePath = filepath.Join(v.cfg.CacheDir, "rtl-refcheck-v2-"+key+".json")
+		cachePath = filepath.Join(v.cfg.CacheDir, "rtl-refcheck-"+refCacheVersion+"-"+key+".json")
 		if b, err := os.ReadFile(cachePath); err == nil {
 			var r refResult
 			if json.Unmarshal(b, &r) == nil && (!r.OK || (r.Expected > 0 && r.CPUMicros > 0)) {
-				r.definitive, r.assembled = true, ""
-				return r, nil
+				if !r.OK || r.rebuild() == nil {
+					r.definitive, r.assembled = true, ""
+					return r, nil
+				}
 			}
 		}
 	}
-	o, n, err := v.runWithRetries(ctx, c, assembled, 0, runBudget{CPUSeconds: v.cfg.Limits.CPUSeconds,
-		Why: fmt.Sprintf("the reference's budget: the ceiling cpu_seconds=%d", v.cfg.Limits.CPUSeconds)})
+	ceiling := runBudget{CPUSeconds: v.cfg.Limits.CPUSeconds,
+		Why: fmt.Sprintf("the reference's budget: the ceiling cpu_seconds=%d", v.cfg.Limits.CPUSeconds)}
+	var tr trustedResult
+	o, n, err := v.runWithRetries(ctx, func(ctx context.Context) (jobOutcome, error) {
+		var o jobOutcome
+		var err error
+		tr, o, err = v.trustedJob(ctx, c, dutRef, ceiling)
+		return o, err
+	})
 	if err != nil {
 		return refResult{}, err
 	}
-	r := refResult{Attempts: n, outcome: o, assembled: assembled}
-	switch {
-	case o.Status == engine.StatusPass:
-		r.OK, r.Expected, r.definitive = true, o.Verdict.Samples, true
-		r.CPUMicros = max(o.CPU.Microseconds(), 1)
-	case engine.IsInfraStage(o.Stage):
-		r.Stage, r.Cause = o.Stage, "reference self-check: "+o.Cause
-		r.definitive = !retryable(o.Stage)
-	default:
-		r.Stage = engine.StageReferenceSelfCheck
-		r.Cause = fmt.Sprintf("reference fails its own harness under %s (%s): %s: %s",
-			v.sim.Name(), toolVersions(v.sim.Tools()), o.Stage, o.Cause)
-		r.definitive = true
+	r := refResult{Attempts: n, assembled: assembled}
+	fail := func(o jobOutcome, what string) refResult {
+		switch {
+		case engine.IsInfraStage(o.Stage):
+			r.Stage, r.Cause = o.Stage, "reference self-check: "+what+o.Cause
+			r.definitive = !retryable(o.Stage)
+		default:
+			r.Stage = engine.StageReferenceSelfCheck
+			r.Cause = fmt.Sprintf("reference fails its own harness under %s (%s): %s%s: %s",
+				v.sim.Name(), toolVersions(v.sim.Tools()), what, o.Stage, o.Cause)
+			r.definitive = true
+		}
+		return r
 	}
+	if o.Status != engine.StatusPass {
+		return v.storeRef(cachePath, fail(o, "")), nil
+	}
+	r.HarnessSamples = o.Verdict.Samples
+	r.Trace, r.SampleLog, r.Sampled, r.Timescale, r.In, r.Out = tr.trace, tr.samples, tr.sampled, tr.timescale, tr.in, tr.out
+	if err := r.rebuild(); err != nil {
+		return v.storeRef(cachePath, fail(jobOutcome{Stage: engine.StageNoVerdict, Cause: err.Error()}, "trace: ")), nil
+	}
+	// The replay of the reference must reproduce the reference's own trace:
+	// that is what makes the candidate's replay a faithful stand-in for
+	// the harness.
+	ro, n2, err := v.findSplits(ctx, &r, dutRef, c.DUT(), ceiling)
+	if err != nil {
+		return refResult{}, err
+	}
+	r.Attempts += n2
+	if ro.Status != engine.StatusPass {
+		return v.storeRef(cachePath, fail(ro, "the replay of the recorded inputs does not reproduce the reference's trace: ")), nil
+	}
+	r.OK, r.Expected, r.definitive, r.outcome = true, ro.Verdict.Samples, true, ro
+	r.CPUMicros = max(o.CPU.Microseconds(), ro.CPU.Microseconds(), 1)
+	return v.storeRef(cachePath, r), nil
+}
+
+// rebuild parses the stored trace into the in-memory reference trace and
+// derives the verifier-strength facts from it.
+func (r *refResult) rebuild() error {
+	recs, err := parseTrace([]byte(r.Trace), len(r.In), len(r.Out))
+	if err != nil {
+		return err
+	}
+	var samples []int64
+	if r.Sampled {
+		s, err := parseTrace([]byte(r.SampleLog), 0, 0)
+		if err != nil {
+			return err
+		}
+		samples = s.Samples
+	}
+	rt, err := buildRefTrace(r.In, r.Out, recs, samples, r.Sampled && len(samples) > 0)
+	if err != nil {
+		return err
+	}
+	if len(r.Split) > 0 {
+		split := map[int64]bool{}
+		for _, t := range r.Split {
+			split[t] = true
+		}
+		rt = rt.withSplit(split)
+	}
+	if len(rt.Samples) == 0 {
+		return fmt.Errorf("%w: the reference trace has no sample instants", ErrParse)
+	}
+	r.rt = rt
+	toggling, defined, vary := outputActivity(rt)
+	r.TogglingOutputs, r.DefinedSamples = toggling, defined
+	switch {
+	case defined == 0:
+		r.Weak = fmt.Sprintf("the reference's outputs are x (don't-care) at all its %d samples, so nothing is compared", len(rt.Samples))
+	case toggling == 0 && vary:
+		r.Weak = fmt.Sprintf("no output of the reference takes two defined values over its %d samples (defined at %d) while its inputs vary, so a constant candidate passes", len(rt.Samples), defined)
+	default:
+		r.Weak = ""
+	}
+	return nil
+}
+
+// maxSplitRuns bounds the replays findSplits may spend on one reference.
+const maxSplitRuns = 64
+
+// findSplits replays the reference and, while the replay diverges from the
+// recorded trace, looks for the racy timestep (a clock edge raced by
+// blocking stimulus) whose other order the reference saw: the latest racy
+// timesteps before the first divergence are tried in turn, and a change is
+// kept when it moves the first divergence later. The schedule found is the
+// stimulus as the reference consumed it, and candidates get the same one.
+func (v *Verifier) findSplits(ctx context.Context, r *refResult, dutRef, dut string, budget runBudget) (jobOutcome, int32, error) {
+	var attempts int32
+	run := func(rt *refTrace) (jobOutcome, traceComparison, error) {
+		var cmp traceComparison
+		o, n, err := v.runWithRetries(ctx, func(ctx context.Context) (jobOutcome, error) {
+			var o jobOutcome
+			var err error
+			o, cmp, err = v.replayCompare(ctx, rt, r.Timescale, dutRef, dut, budget)
+			return o, err
+		})
+		attempts += n
+		return o, cmp, err
+	}
+	o, cmp, err := run(r.rt)
+	if err != nil {
+		return o, attempts, err
+	}
+	racy := r.rt.racyTimes()
+	split := map[int64]bool{}
+	runs := 1
+	for o.Stage == engine.StageMismatch && cmp.FirstT >= 0 && runs < maxSplitRuns {
+		improved := false
+		tried := 0
+		for k := len(racy) - 1; k >= 0 && tried < 6 && runs < maxSplitRuns; k-- {
+			t := racy[k]
+			if t >= cmp.FirstT {
+				continue
+			}
+			trial := map[int64]bool{}
+			for x := range split {
+				trial[x] = true
+			}
+			if trial[t] {
+				delete(trial, t)
+			} else {
+				trial[t] = true
+			}
+			tried++
+			runs++
+			rt := r.rt.withSplit(trial)
+			o2, c2, err := run(rt)
+			if err != nil {
+				return o2, attempts, err
+			}
+			if o2.Status == engine.StatusPass || (o2.Stage == engine.StageMismatch && c2.FirstT > cmp.FirstT) {
+				split, o, cmp, r.rt = trial, o2, c2, rt
+				improved = true
+				break
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+	r.Split = nil
+	for t := range split {
+		r.Split = append(r.Split, t)
+	}
+	sort.Slice(r.Split, func(i, j int) bool { return r.Split[i] < r.Split[j] })
+	return o, attempts, nil
+}
+
+func (v *Verifier) storeRef(cachePath string, r refResult) refResult {
 	if cachePath != "" && r.definitive {
 		if b, err := json.Marshal(r); err == nil {
 			_ = engine.WriteFileAtomic(cachePath, b)
 		}
 	}
-	return r, nil
+	return r
 }
 
 func toolVersions(ts []engine.Tool) string {
@@ -417,8 +640,16 @@ func (v *Verifier) verifyReference(ctx context.Context, item engine.Item) (engin
 	if o.Status == "" { // loaded from the on-disk cache: the verdict without its run
 		o = jobOutcome{Status: engine.StatusPass}
 	}
+	if ref.Weak != "" {
+		o.Status, o.Stage, o.Cause = engine.StatusUnjudged, engine.StageWeakVerifier, ref.Weak
+	}
 	ev = finish(ev, o, ref.Attempts)
 	ev.Measurements = append(ev.Measurements, engine.IntM("expected_samples", ref.Expected),
+		engine.IntM("harness_samples", ref.HarnessSamples),
+		engine.IntM("toggling_outputs", int64(ref.TogglingOutputs)),
+		engine.IntM("defined_samples", int64(ref.DefinedSamples)),
+		engine.IntM("outputs", int64(len(ref.Out))),
+		engine.TextM("sampling", ref.rt.Sampling),
 		engine.IntM("candidate_cpu_budget_s", int64(v.cfg.Limits.CandidateCPUSeconds(ref.CPU()))))
 	return ev, nil
 }

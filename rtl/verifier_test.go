@@ -84,11 +84,14 @@ func TestNoVerdictAndSelfChecking(t *testing.T) {
 	good := item.Reference
 	runCases(t, v, item, []caseWant{
 		{"good", good, engine.StatusPass, ""},
-		{"never-done", strings.Replace(good, "assign done = 1'b1;", "assign done = 1'b0;", 1), engine.StatusFail, engine.StageNoVerdict},
-		{"wrong", strings.Replace(good, "a + b", "a - b", 1), engine.StatusFail, engine.StageNoVerdict},
-		// Printing the pass marker itself does not help: the harness's
-		// marker line was rewritten to carry the run's secret.
-		{"prints-marker", strings.Replace(good, "assign s = a + b;", "assign s = a - b;\n  initial #400 $display(\"===========Your Design Passed===========\");", 1), engine.StatusFail, engine.StageNoVerdict},
+		// The trace comparison with the reference comes first.
+		{"never-done", strings.Replace(good, "assign done = 1'b1;", "assign done = 1'b0;", 1), engine.StatusFail, engine.StageMismatch},
+		{"wrong", strings.Replace(good, "a + b", "a - b", 1), engine.StatusFail, engine.StageMismatch},
+		// Printing the pass marker itself does not help: the candidate's
+		// stdout is never read, and the harness's marker line was rewritten
+		// to carry the run's secret.
+		{"prints-marker", strings.Replace(good, "assign s = a + b;", "assign s = a - b;\n  initial #400 $display(\"===========Your Design Passed===========\");", 1), engine.StatusFail, engine.StageMismatch},
+
 	})
 }
 

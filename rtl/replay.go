@@ -1,0 +1,242 @@
+package rtl
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// The two generated pieces of the trace design: the recorder, inserted into
+// the reference copy that stands in the candidate's place in the trusted
+// run, and the replay driver, the only other design in the candidate's own
+// simulation. See trace.go for the record format.
+
+// File names inside job directories.
+const (
+	traceFile    = "crucible_trace.txt"   // the trusted recorder's output
+	samplesFile  = "crucible_samples.txt" // the trusted harness's sample instants
+	stimulusFile = "crucible_stimulus.txt"
+	replayFile   = "crucible_replay.txt" // the replay driver's record of the candidate
+)
+
+// timescaleMarker precedes the recorder's $printtimescale line on stdout.
+const timescaleMarker = "crucible-timescale:"
+
+// vIdent writes a name as a Verilog identifier (escaped when it is not plain).
+func vIdent(name string) string {
+	if reSafeName.MatchString(name) {
+		return name
+	}
+	return `\` + name + ` `
+}
+
+// recorderText is the trusted recorder: it logs every input state change in
+// execution order, the settled inputs at the end of time 0, the settled
+// outputs at the end of every timestep in which one changed, and the end of
+// the run. Times are femtoseconds computed from $realtime, so the trace is
+// independent of the module's time unit.
+func recorderText(in, out []modulePort) string {
+	var b strings.Builder
+	names := func(ps []modulePort) (fmtStr, args string) {
+		var f, a []string
+		for _, p := range ps {
+			f = append(f, "%b")
+			a = append(a, vIdent(p.Name))
+		}
+		if len(a) == 0 {
+			return "", ""
+		}
+		return " " + strings.Join(f, " "), ", " + strings.Join(a, ", ")
+	}
+	inF, inA := names(in)
+	outF, outA := names(out)
+	now := "$realtime * crucible_fs"
+	b.WriteString("\n  // ---- crucible trace recorder (trusted run only) ----\n")
+	b.WriteString("  integer crucible_tfd = $fopen(\"" + traceFile + "\", \"w\");\n")
+	b.WriteString("  real crucible_fs = 1.0e15 / 1s;\n")
+	b.WriteString("  initial begin\n")
+	b.WriteString("    $display(\"" + timescaleMarker + "\");\n    $printtimescale;\n")
+	// $fstrobe takes only plain variables: the time goes through one.
+	if len(in) > 0 {
+		fmt.Fprintf(&b, "    $fstrobe(crucible_tfd, \"I 0%s\"%s);\n", inF, inA)
+	}
+	fmt.Fprintf(&b, "    $fstrobe(crucible_tfd, \"v 0%s\"%s);\n", outF, outA)
+	b.WriteString("  end\n")
+	if len(in) > 0 {
+		// Each input state carries its phase within its timestep: 0 while
+		// the active region that began the timestep runs (a clock edge and
+		// whatever blocking assignments share its batch), 1 once that
+		// region has drained (#0 reached): non-blocking stimulus behind an
+		// edge. The replay applies the phase-0 states of a timestep as one
+		// and each later state after a #0, which is what the design saw.
+		b.WriteString("  real crucible_in_t = -1.0;\n  reg crucible_late = 1'b0;\n  reg crucible_kick = 1'b0;\n")
+		b.WriteString("  always @(crucible_kick) #0 crucible_late = 1'b1;\n")
+		fmt.Fprintf(&b, "  always @(%s) begin\n", sensList(in))
+		b.WriteString("    if ($realtime != crucible_in_t) begin\n      crucible_in_t = $realtime;\n      crucible_late = 1'b0;\n      crucible_kick = ~crucible_kick;\n    end\n")
+		fmt.Fprintf(&b, "    $fwrite(crucible_tfd, \"i %%0.0f %%0d%s\\n\", %s, crucible_late%s);\n  end\n", inF, now, inA)
+	}
+	b.WriteString("  real crucible_now;\n")
+	fmt.Fprintf(&b, "  always @(%s) begin\n    crucible_now = %s;\n    $fstrobe(crucible_tfd, \"v %%0.0f%s\", crucible_now%s);\n  end\n", sensList(out), now, outF, outA)
+	fmt.Fprintf(&b, "  final $fwrite(crucible_tfd, \"e %%0.0f\\n\", %s);\n", now)
+	return b.String()
+}
+
+func sensList(ps []modulePort) string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, vIdent(p.Name))
+	}
+	return strings.Join(s, " or ")
+}
+
+// instrumentedReference is the reference in the candidate's place with the
+// recorder inserted before its endmodule, and its ports.
+func instrumentedReference(ref, dut string) (text string, in, out []modulePort, err error) {
+	toks, err := lexVerilog(ref, lexOptions{skipDefines: true})
+	if err != nil {
+		return "", nil, nil, err
+	}
+	ports, err := modulePorts(toks, dut)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	for _, p := range ports {
+		switch p.Direction {
+		case "input":
+			in = append(in, p)
+		case "output":
+			out = append(out, p)
+		default:
+			return "", nil, nil, fmt.Errorf("%w: port %s is %s; traces support input and output ports", ErrParse, p.Name, p.Direction)
+		}
+	}
+	if len(out) == 0 {
+		return "", nil, nil, fmt.Errorf("%w: module %s has no outputs to compare", ErrParse, dut)
+	}
+	units, _ := designUnits(toks) // modulePorts succeeded, so this does
+	for _, u := range units {
+		if u.Name == dut {
+			pos := toks[u.End].Pos
+			return ref[:pos] + recorderText(in, out) + ref[pos:], in, out, nil
+		}
+	}
+	return "", nil, nil, fmt.Errorf("%w: no module %s", ErrParse, dut)
+}
+
+// withSampler inserts, into the harness module holding the verdict
+// statement at offset at, a monitor of the harness's sample counter expr
+// that logs every instant at which the harness takes a sample. ok is false
+// when the module's end cannot be found; the caller then samples at input
+// changes.
+func withSampler(harness string, at int, expr string) (string, bool) {
+	toks, err := lexVerilog(harness, lexOptions{skipDefines: true})
+	if err != nil {
+		return harness, false
+	}
+	for _, t := range toks {
+		if t.Pos > at && t.isKeyword("endmodule") {
+			s := "\n  // ---- crucible sample monitor (trusted run only) ----\n" +
+				"  integer crucible_sfd = $fopen(\"" + samplesFile + "\", \"w\");\n" +
+				"  always @(" + expr + ") $fwrite(crucible_sfd, \"s %0.0f\\n\", $realtime * (1.0e15 / 1s));\n"
+			return harness[:t.Pos] + s + harness[t.Pos:], true
+		}
+	}
+	return harness, false
+}
+
+var reTimescaleLine = regexp.MustCompile(`(?m)^` + timescaleMarker + `\s*\nTime scale of \([^)\n]*\) is (\d+ ?[munpf]?s) / (\d+ ?[munpf]?s)\s*$`)
+
+// recorderTimescale reads the reference's effective `timescale (the one a
+// candidate compiled in its place inherits) from the trusted run's stdout.
+func recorderTimescale(stdout string) (string, error) {
+	m := reTimescaleLine.FindStringSubmatch(stdout)
+	if m == nil {
+		return "", fmt.Errorf("%w: the trusted run did not report the reference's timescale", ErrParse)
+	}
+	return strings.ReplaceAll(m[1], " ", "") + "/" + strings.ReplaceAll(m[2], " ", ""), nil
+}
+
+// replayDriver generates the candidate's simulation root: registers for
+// the inputs, the candidate instantiated by port name, a loop applying the
+// recorded input states from the stimulus file at their times (a second
+// state at the same time after #0, so the design's processes woken by the
+// first, a clock edge, run before the next, the data the harness changed
+// behind the edge, as in the trusted run), and a recorder of the
+// candidate's settled outputs. The driver's module name carries a fresh
+// random suffix, so candidate code cannot name it; the candidate is
+// compiled after the trailing `timescale, the one it would have inherited
+// under the harness.
+func replayDriver(rt *refTrace, dut, timescale, suffix string) (top, driver, stimulus string) {
+	top = "crucible_replay_" + suffix
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	decl := func(kind string, width int, name string) {
+		if width == 1 {
+			w("  %s %s;", kind, name)
+		} else {
+			w("  %s [%d:0] %s;", kind, width-1, name)
+		}
+	}
+	w("`timescale 1fs/1fs")
+	w("module %s;", top)
+	var conns, ins, outs, outF []string
+	total := 0
+	for i, p := range rt.In {
+		n := fmt.Sprintf("crucible_i%d", i)
+		decl("reg", rt.InWidths[i], n)
+		conns = append(conns, fmt.Sprintf(".%s(%s)", vIdent(p.Name), n))
+		ins = append(ins, n)
+		total += rt.InWidths[i]
+	}
+	for i, p := range rt.Out {
+		n := fmt.Sprintf("crucible_o%d", i)
+		decl("wire", rt.OutWidths[i], n)
+		conns = append(conns, fmt.Sprintf(".%s(%s)", vIdent(p.Name), n))
+		outs = append(outs, n)
+		outF = append(outF, "%b")
+	}
+	w("  %s crucible_dut (%s);", vIdent(dut), strings.Join(conns, ", "))
+	w("  integer crucible_fd, crucible_sfd, crucible_k, crucible_nb;")
+	w("  reg [63:0] crucible_dt;")
+	if total > 0 {
+		decl("reg", total, "crucible_v")
+	}
+	vfmt := "v %0d " + strings.Join(outF, " ")
+	w("  time crucible_now;")
+	w("  initial begin")
+	w("    crucible_fd = $fopen(%q, \"w\");", replayFile)
+	w("    $fstrobe(crucible_fd, %q, %s);", "v 0 "+strings.Join(outF, " "), strings.Join(outs, ", "))
+	var st strings.Builder
+	last := int64(0)
+	if total > 0 {
+		w("    crucible_sfd = $fopen(%q, \"r\");", stimulusFile)
+		w("    for (crucible_k = 0; crucible_k < %d; crucible_k = crucible_k + 1) begin", len(rt.States))
+		w("      if ($fscanf(crucible_sfd, \"%%d %%d %%b\\n\", crucible_dt, crucible_nb, crucible_v) != 3) begin")
+		w("        $fwrite(crucible_fd, \"bad stimulus\\n\");")
+		w("        $finish;")
+		w("      end")
+		w("      if (crucible_dt == 0) #0; else #(crucible_dt);")
+		w("      if (crucible_nb) {%s} <= crucible_v;", strings.Join(ins, ", "))
+		w("      else {%s} = crucible_v;", strings.Join(ins, ", "))
+		w("    end")
+		// A phase-1 state (stimulus updated behind an edge, in the NBA
+		// region) is applied non-blocking after #0, so it lands in the same
+		// NBA region, behind the design's own updates from the edge.
+		for _, s := range rt.States {
+			fmt.Fprintf(&st, "%d %d %s\n", s.T-last, s.Phase, strings.Join(s.Vals, ""))
+			last = s.T
+		}
+	}
+	w("    #%d;", rt.End-last)
+	w("    $fwrite(crucible_fd, \"e %%0d\\n\", $time);")
+	w("    $fclose(crucible_fd);")
+	w("    $finish;")
+	w("  end")
+	w("  always @(%s) begin", strings.Join(outs, " or "))
+	w("    crucible_now = $time;")
+	w("    $fstrobe(crucible_fd, %q, crucible_now, %s);", vfmt, strings.Join(outs, ", "))
+	w("  end")
+	w("endmodule")
+	w("`timescale %s", timescale)
+	return top, b.String(), st.String()
+}
