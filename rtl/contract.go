@@ -251,7 +251,9 @@ type Completion struct {
 
 func (c *Completion) Kind() string { return engine.VerifierCompletion }
 
-func (c *Completion) Assemble(body string) (string, *screenFinding) { return c.Prefix + "\n" + body, nil }
+func (c *Completion) Assemble(body string) (string, *screenFinding) {
+	return c.Prefix + "\n" + body, nil
+}
 
 // checkUnits: the completed text (prefix and body, preprocessed) must be
 // exactly one design unit, the target, ended by its endmodule.

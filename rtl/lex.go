@@ -39,7 +39,9 @@ func (t token) isOp(op string) bool { return t.Kind == tokOp && t.Text == op }
 
 func isIdentStart(c byte) bool { return c == '_' || (c|0x20 >= 'a' && c|0x20 <= 'z') }
 func isIdentChar(c byte) bool  { return isIdentStart(c) || (c >= '0' && c <= '9') || c == '$' }
-func isSpace(c byte) bool      { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
 
 // lexOptions: skipDefines drops `define lines (with their continuations)
 // from the token stream, for reading trusted text that was not preprocessed.

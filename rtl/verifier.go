@@ -310,11 +310,11 @@ type refResult struct {
 	Weak            string `json:"weak,omitempty"`
 	// Split are the racy timesteps the replay applies edge-first (see
 	// refTrace.schedule), found by findSplits.
-	Split []int64 `json:"split,omitempty"`
-	definitive      bool
-	outcome         jobOutcome // the reference replay's outcome
-	assembled       string
-	rt              *refTrace
+	Split      []int64 `json:"split,omitempty"`
+	definitive bool
+	outcome    jobOutcome // the reference replay's outcome
+	assembled  string
+	rt         *refTrace
 }
 
 func (r refResult) CPU() time.Duration { return time.Duration(r.CPUMicros) * time.Microsecond }
