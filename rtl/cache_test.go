@@ -35,8 +35,10 @@ func TestReferenceCheckCached(t *testing.T) {
 			t.Fatalf("%s: %s/%s %s", ev.CandidateID, ev.Status, ev.FailureStage, ev.Cause)
 		}
 	}
-	if n := procs.Load(); n != 2*5 { // build+run for the reference and for each of 4 candidates
-		t.Errorf("%d processes, want 10 (one reference check)", n)
+	// The reference check: the trusted run and the reference's replay
+	// (build+run each); each candidate: the preprocessor and its replay.
+	if n := procs.Load(); n != 2*2+4*3 {
+		t.Errorf("%d processes, want 16 (one reference check)", n)
 	}
 	files, _ := filepath.Glob(filepath.Join(cfg.CacheDir, "rtl-refcheck-*.json"))
 	if len(files) != 1 {
@@ -49,8 +51,8 @@ func TestReferenceCheckCached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Status != engine.StatusPass || procs.Load() != 2 {
-		t.Errorf("second verifier: %s with %d processes, want pass with 2 (cached reference)", ev.Status, procs.Load())
+	if ev.Status != engine.StatusPass || procs.Load() != 3 {
+		t.Errorf("second verifier: %s with %d processes, want pass with 3 (cached reference: preprocessor, replay build and run)", ev.Status, procs.Load())
 	}
 	if m, ok := ev.Measurement("expected_samples"); !ok || m.Int != 100 {
 		t.Errorf("expected_samples %v from the cache, want 100", m)

@@ -59,7 +59,7 @@ type Contract interface {
 	// verdict rewritten to carry the secret and, where the contract knows
 	// the harness's sample counter, a monitor of its sample instants
 	// (sampled reports whether one was inserted).
-	trustedRun(secret string) (harness string, sampled bool, err error)
+	trustedRun(secret string, openInInitial bool) (harness string, sampled bool, err error)
 	// dutReference is the whole reference as the module the candidate
 	// defines (the text instrumented in the trusted run and replayed).
 	dutReference() (string, error)
@@ -177,7 +177,7 @@ func (d *Differential) TrustedHarness(secret string) (string, error) {
 	return d.harness[:l[0]] + stmt + d.harness[l[1]:], nil
 }
 
-func (d *Differential) trustedRun(secret string) (string, bool, error) {
+func (d *Differential) trustedRun(secret string, openInInitial bool) (string, bool, error) {
 	locs := reMismatchDisplay.FindAllStringSubmatchIndex(d.harness, -1)
 	if len(locs) != 1 {
 		return "", false, fmt.Errorf("differential harness must contain exactly one `$display(\"Mismatches: %%d in %%d samples\", ...)` statement, found %d", len(locs))
@@ -186,7 +186,7 @@ func (d *Differential) trustedRun(secret string) (string, bool, error) {
 	errs, samples := d.harness[l[2]:l[3]], d.harness[l[4]:l[5]]
 	// The sample monitor goes after the verdict statement (before the end
 	// of its module), so the statement's offsets stay valid.
-	h, sampled := withSampler(d.harness, l[1], samples)
+	h, sampled := withSampler(d.harness, l[1], samples, openInInitial)
 	stmt := fmt.Sprintf(`$display("%s%s mismatches=%%0d samples=%%0d time=%%0d", %s, %s, $time);`,
 		verdictPrefix, secret, errs, samples)
 	return h[:l[0]] + stmt + h[l[1]:], sampled, nil
@@ -354,7 +354,7 @@ func (s *SelfChecking) TrustedHarness(secret string) (string, error) {
 	return s.harness[:l[0]] + stmt + s.harness[l[1]:], nil
 }
 
-func (s *SelfChecking) trustedRun(secret string) (string, bool, error) {
+func (s *SelfChecking) trustedRun(secret string, _ bool) (string, bool, error) {
 	h, err := s.TrustedHarness(secret)
 	return h, false, err
 }

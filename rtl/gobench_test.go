@@ -21,10 +21,10 @@ func BenchmarkGoSideWork(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, _, _, err := instrumentedReference(ref, c.DUT()); err != nil {
+			if _, _, _, err := instrumentedReference(ref, c.DUT(), false); err != nil {
 				b.Fatal(err)
 			}
-			if _, _, err := c.trustedRun(newSecret()); err != nil {
+			if _, _, err := c.trustedRun(newSecret(), false); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -35,7 +35,7 @@ func vIdent(name string) string {
 // outputs at the end of every timestep in which one changed, and the end of
 // the run. Times are femtoseconds computed from $realtime, so the trace is
 // independent of the module's time unit.
-func recorderText(in, out []modulePort) string {
+func recorderText(in, out []modulePort, openInInitial bool) string {
 	var b strings.Builder
 	names := func(ps []modulePort) (fmtStr, args string) {
 		var f, a []string
@@ -52,9 +52,17 @@ func recorderText(in, out []modulePort) string {
 	outF, outA := names(out)
 	now := "$realtime * crucible_fs"
 	b.WriteString("\n  // ---- crucible trace recorder (trusted run only) ----\n")
-	b.WriteString("  integer crucible_tfd = $fopen(\"" + traceFile + "\", \"w\");\n")
-	b.WriteString("  real crucible_fs = 1.0e15 / 1s;\n")
-	b.WriteString("  initial begin\n")
+	// Icarus opens the file in the declaration, before any process runs;
+	// Verilator takes no $fopen there (the settled time-0 record covers
+	// what a later open misses).
+	if openInInitial {
+		b.WriteString("  integer crucible_tfd;\n  real crucible_fs;\n")
+		b.WriteString("  initial begin\n    crucible_tfd = $fopen(\"" + traceFile + "\", \"w\");\n    crucible_fs = 1.0e15 / 1s;\n")
+	} else {
+		b.WriteString("  integer crucible_tfd = $fopen(\"" + traceFile + "\", \"w\");\n")
+		b.WriteString("  real crucible_fs = 1.0e15 / 1s;\n")
+		b.WriteString("  initial begin\n")
+	}
 	b.WriteString("    $display(\"" + timescaleMarker + "\");\n    $printtimescale;\n")
 	// $fstrobe takes only plain variables: the time goes through one.
 	if len(in) > 0 {
@@ -91,7 +99,7 @@ func sensList(ps []modulePort) string {
 
 // instrumentedReference is the reference in the candidate's place with the
 // recorder inserted before its endmodule, and its ports.
-func instrumentedReference(ref, dut string) (text string, in, out []modulePort, err error) {
+func instrumentedReference(ref, dut string, openInInitial bool) (text string, in, out []modulePort, err error) {
 	toks, err := lexVerilog(ref, lexOptions{skipDefines: true})
 	if err != nil {
 		return "", nil, nil, err
@@ -117,7 +125,7 @@ func instrumentedReference(ref, dut string) (text string, in, out []modulePort, 
 	for _, u := range units {
 		if u.Name == dut {
 			pos := toks[u.End].Pos
-			return ref[:pos] + recorderText(in, out) + ref[pos:], in, out, nil
+			return ref[:pos] + recorderText(in, out, openInInitial) + ref[pos:], in, out, nil
 		}
 	}
 	return "", nil, nil, fmt.Errorf("%w: no module %s", ErrParse, dut)
@@ -128,15 +136,18 @@ func instrumentedReference(ref, dut string) (text string, in, out []modulePort, 
 // that logs every instant at which the harness takes a sample. ok is false
 // when the module's end cannot be found; the caller then samples at input
 // changes.
-func withSampler(harness string, at int, expr string) (string, bool) {
+func withSampler(harness string, at int, expr string, openInInitial bool) (string, bool) {
 	toks, err := lexVerilog(harness, lexOptions{skipDefines: true})
 	if err != nil {
 		return harness, false
 	}
 	for _, t := range toks {
 		if t.Pos > at && t.isKeyword("endmodule") {
-			s := "\n  // ---- crucible sample monitor (trusted run only) ----\n" +
-				"  integer crucible_sfd = $fopen(\"" + samplesFile + "\", \"w\");\n" +
+			open := "  integer crucible_sfd = $fopen(\"" + samplesFile + "\", \"w\");\n"
+			if openInInitial {
+				open = "  integer crucible_sfd;\n  initial crucible_sfd = $fopen(\"" + samplesFile + "\", \"w\");\n"
+			}
+			s := "\n  // ---- crucible sample monitor (trusted run only) ----\n" + open +
 				"  always @(" + expr + ") $fwrite(crucible_sfd, \"s %0.0f\\n\", $realtime * (1.0e15 / 1s));\n"
 			return harness[:t.Pos] + s + harness[t.Pos:], true
 		}
@@ -144,7 +155,9 @@ func withSampler(harness string, at int, expr string) (string, bool) {
 	return harness, false
 }
 
-var reTimescaleLine = regexp.MustCompile(`(?m)^` + timescaleMarker + `\s*\nTime scale of \([^)\n]*\) is (\d+ ?[munpf]?s) / (\d+ ?[munpf]?s)\s*$`)
+// Icarus prints "Time scale of (tb.dut) is 1ps / 1ps", Verilator the scope
+// without parentheses.
+var reTimescaleLine = regexp.MustCompile(`(?m)^` + timescaleMarker + `\s*\nTime scale of [^\n]* is (\d+ ?[munpf]?s) / (\d+ ?[munpf]?s)\s*$`)
 
 // recorderTimescale reads the reference's effective `timescale (the one a
 // candidate compiled in its place inherits) from the trusted run's stdout.

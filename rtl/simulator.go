@@ -131,7 +131,7 @@ func (verilator) Tools() []engine.Tool {
 	return []engine.Tool{{Name: "verilator", Version: probeTool("verilator").Version}}
 }
 func (v verilator) Flags() []string {
-	return append([]string{"verilator", "--binary", "-j", "1", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style"}, v.extra...)
+	return append([]string{"verilator", "--binary", "-j", "1", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-ZERODLY"}, v.extra...)
 }
 func (verilator) Check() (string, string) {
 	ti := probeTool("verilator")

@@ -26,11 +26,11 @@ func (v *Verifier) trustedJob(ctx context.Context, c Contract, dutRef string, bu
 		return jobOutcome{Status: engine.StatusFail, Stage: engine.StageNoVerdict, Cause: "trace: " + err.Error()}
 	}
 	secret := newSecret()
-	harness, sampled, err := c.trustedRun(secret)
+	harness, sampled, err := c.trustedRun(secret, v.sim.Name() == SimVerilator)
 	if err != nil {
 		return tr, infraOutcome(engine.StagePayloadCorrupt, "harness: "+err.Error()), nil
 	}
-	inst, in, out, err := instrumentedReference(dutRef, c.DUT())
+	inst, in, out, err := instrumentedReference(dutRef, c.DUT(), v.sim.Name() == SimVerilator)
 	if err != nil {
 		return tr, infraOutcome(engine.StagePayloadCorrupt, "reference ports: "+err.Error()), nil
 	}

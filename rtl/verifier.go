@@ -643,6 +643,9 @@ func (v *Verifier) verifyReference(ctx context.Context, item engine.Item) (engin
 	if ref.Weak != "" {
 		o.Status, o.Stage, o.Cause = engine.StatusUnjudged, engine.StageWeakVerifier, ref.Weak
 	}
+	// cpu_time_ms is the base of the candidates' budgets: the larger of
+	// the trusted run's and the reference replay's CPU time.
+	o.CPU = ref.CPU()
 	ev = finish(ev, o, ref.Attempts)
 	ev.Measurements = append(ev.Measurements, engine.IntM("expected_samples", ref.Expected),
 		engine.IntM("harness_samples", ref.HarnessSamples),
