@@ -10,12 +10,12 @@ var traceSeeds = []string{
 	"v 0 z\nv 0 1\ne 0\n",
 	"i 0 0 1 0\nv 0 0\ni 10 1 1 1\nv 10 1\ne 20\n",
 	"s 4000\ns 6000\ns 6000\n",
-	"i 0 2 1\n",               // bad phase
-	"v 5 01\nv 4 01\n",        // time goes back
-	"v 0 012\n",               // not bits
-	"v 0 01\nv 1 0\n",         // width changes
-	"e 5\nv 6 1\n",            // after the end
-	"v -1 1\n",                // negative time
+	"i 0 2 1\n",        // bad phase
+	"v 5 01\nv 4 01\n", // time goes back
+	"v 0 012\n",        // not bits
+	"v 0 01\nv 1 0\n",  // width changes
+	"e 5\nv 6 1\n",     // after the end
+	"v -1 1\n",         // negative time
 	"v 99999999999999999999 1\n",
 	"q 0\n", "v\n", "v 0 \x00\n",
 }
