@@ -106,6 +106,9 @@ func normalizeEmpty(items []Item) {
 		if items[i].Interface.Args == nil {
 			items[i].Interface.Args = []KernelArg{}
 		}
+		if items[i].VerifierStrength.Survivors == nil {
+			items[i].VerifierStrength.Survivors = []string{}
+		}
 	}
 }
 

@@ -36,6 +36,8 @@ func randomItem(r *rand.Rand, i int) Item {
 		ReferenceStatus: RefVerified, Difficulty: float64(r.Intn(5)), Cost: r.Float64() * 10,
 		Provenance: Provenance{Source: word(), License: "MIT", InstructionSHA256: word(), ReferenceSHA256: word(), VerifierSHA256: word(),
 			IngestTime: time.Unix(1700000000+int64(r.Intn(1e6)), int64(r.Intn(1e6))*1000).UTC()},
+		VerifierStrength: VerifierStrength{Measured: r.Intn(2) == 0, TrivialKilled: int32(r.Intn(20)), TrivialTried: 20,
+			MutantKilled: int32(r.Intn(9)), MutantTried: 8, Survivors: []string{"trivial:all_x", "mutant:" + word()}[:r.Intn(3)]},
 	}
 }
 

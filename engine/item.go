@@ -100,6 +100,34 @@ type Item struct {
 	Difficulty      float64    `json:"difficulty" arrow:"difficulty"`
 	Cost            float64    `json:"cost" arrow:"cost"`
 	Provenance      Provenance `json:"provenance" arrow:"provenance"`
+	// VerifierStrength is the measured strength of Verifier (the RTL
+	// harness-strength audit); zero when not measured.
+	VerifierStrength VerifierStrength `json:"verifier_strength,omitzero" arrow:"verifier_strength"`
+}
+
+// VerifierStrength is how many known-wrong candidates a verifier fails:
+// trivial ones (constant, floating, stuck or inverted outputs) and mutants
+// of the reference, with the names of those it passed. A verifier that
+// passes any trivial candidate is weak.
+type VerifierStrength struct {
+	Measured      bool     `json:"measured" arrow:"measured"`
+	TrivialKilled int32    `json:"trivial_killed" arrow:"trivial_killed"`
+	TrivialTried  int32    `json:"trivial_tried" arrow:"trivial_tried"`
+	MutantKilled  int32    `json:"mutant_killed" arrow:"mutant_killed"`
+	MutantTried   int32    `json:"mutant_tried" arrow:"mutant_tried"`
+	Survivors     []string `json:"survivors,omitempty" arrow:"survivors"`
+}
+
+// Weak reports whether a trivial candidate passed the verifier.
+func (s VerifierStrength) Weak() bool { return s.Measured && s.TrivialKilled < s.TrivialTried }
+
+// MutantKillRate is the fraction of judged mutants the verifier failed;
+// ok is false when none was judged.
+func (s VerifierStrength) MutantKillRate() (float64, bool) {
+	if s.MutantTried == 0 {
+		return 0, false
+	}
+	return float64(s.MutantKilled) / float64(s.MutantTried), true
 }
 
 // Rejection records why a row left the pipeline. Rejections are data, not errors.

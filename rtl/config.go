@@ -85,10 +85,16 @@ type Config struct {
 	TrustTwoState bool
 	// Synth adds a Yosys synth cell count (and latch / loop findings) to
 	// every candidate that passes.
-	Synth          bool
-	IcarusFlags    []string // extra iverilog flags
-	VerilatorFlags []string // extra verilator flags
-	Logger         *slog.Logger
+	Synth bool
+	// StrengthAudit measures every task's harness (strength.go) before its
+	// candidates are judged, and turns passes on a weak harness unjudged
+	// (weak_verifier). StrengthMutants bounds the mutants of each kind
+	// (netlist, each registered source) in the audit.
+	StrengthAudit   bool
+	StrengthMutants int
+	IcarusFlags     []string // extra iverilog flags
+	VerilatorFlags  []string // extra verilator flags
+	Logger          *slog.Logger
 }
 
 // DefaultConfig returns the production defaults.
@@ -112,8 +118,10 @@ func DefaultConfig() Config {
 			OutputKillBytes:   16 << 20,
 			MaxCandidateBytes: 256 << 10,
 		},
-		IcarusFlags: nil,
-		Logger:      slog.Default(),
+		StrengthAudit:   true,
+		StrengthMutants: 8,
+		IcarusFlags:     nil,
+		Logger:          slog.Default(),
 	}
 }
 
@@ -131,6 +139,9 @@ func (c Config) Validate() error {
 	}
 	if c.RetryBackoff < 0 {
 		bad = append(bad, "retry_backoff is negative")
+	}
+	if c.StrengthMutants < 0 {
+		bad = append(bad, fmt.Sprintf("strength_mutants %d (want >= 0)", c.StrengthMutants))
 	}
 	l := c.Limits
 	if l.CompileTimeout <= 0 {

@@ -54,6 +54,10 @@ func testConfig(t testing.TB) Config {
 	// a test must not shrink the reference's budget, or a loaded machine
 	// turns a slow reference unjudged.
 	cfg.RetryBackoff = time.Millisecond
+	// The strength audit simulates ~20 candidates per task; the tests of
+	// other behaviour count processes and run all of VerilogEval, so they
+	// turn it off. strength_test.go turns it on.
+	cfg.StrengthAudit = false
 	return cfg
 }
 

@@ -30,6 +30,8 @@ type Verifier struct {
 	refMu sync.Mutex
 	refs  map[string]*refEntry
 
+	strength strengthState // harness-strength audit cache (strength.go)
+
 	// onProcessStart, when set (tests), sees every sandboxed process.
 	onProcessStart func(phase string, pid int)
 }
@@ -69,6 +71,10 @@ func (v *Verifier) Verify(ctx context.Context, items []engine.Item, cands []engi
 	for i := range items {
 		byID[items[i].ItemID] = &items[i]
 	}
+	strength, err := v.strengthFor(ctx, byID, cands)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]engine.Evidence, len(cands))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(v.cfg.Workers)
@@ -77,6 +83,9 @@ func (v *Verifier) Verify(ctx context.Context, items []engine.Item, cands []engi
 			ev, err := v.verifyOne(gctx, byID[cands[i].ItemID], cands[i])
 			if err != nil {
 				return err
+			}
+			if rep, ok := strength[cands[i].ItemID]; ok {
+				applyStrength(&ev, rep)
 			}
 			out[i] = ev
 			return nil
@@ -90,7 +99,11 @@ func (v *Verifier) Verify(ctx context.Context, items []engine.Item, cands []engi
 
 // VerifyOne judges a single candidate.
 func (v *Verifier) VerifyOne(ctx context.Context, item engine.Item, cand engine.Candidate) (engine.Evidence, error) {
-	return v.verifyOne(ctx, &item, cand)
+	evs, err := v.Verify(ctx, []engine.Item{item}, []engine.Candidate{cand})
+	if err != nil {
+		return engine.Evidence{}, err
+	}
+	return evs[0], nil
 }
 
 func (v *Verifier) verifyOne(ctx context.Context, item *engine.Item, cand engine.Candidate) (engine.Evidence, error) {

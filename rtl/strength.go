@@ -1,0 +1,482 @@
+package rtl
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+// Harness-strength audit.
+//
+// A pass means something only if the harness could have failed. Before a
+// task's candidates are judged, the verifier judges, through the very path
+// candidates take (screen, contract, sandboxed build and run, retries,
+// budgets), candidates that are known to be wrong:
+//
+//   - trivial candidates built from the task's interface as modules named as
+//     the DUT: an empty body, every output Z, X, all zeros, all ones, and the
+//     reference wrapped with one output stuck at 0, stuck at 1 or inverted
+//     (for every output) — "trivial:<name>";
+//   - mutants of the reference: netlist mutants made MCY-style by Yosys
+//     (`mutate -list`: one cell port bit inverted, stuck at 0/1, or
+//     conditionally inverted) — "mutant:netlist_<k>" — and those of every
+//     registered MutantSource (ops/gates registers the evolution operators).
+//
+// A candidate that fails at mismatch, no_verdict, simulate, timeout or
+// resource is killed. One that never built (static, compile, elaborate)
+// tests nothing and is "invalid" (left out of tried). One that passes is
+// probed: the reference and the candidate side by side under a generated
+// differential harness (GenerateDifferentialTB, 4-state !== on every output,
+// seeded random stimulus); if the probe sees no difference the candidate is
+// "equivalent" to the reference (a constant-0 candidate for a task whose
+// answer is constant 0, an equivalent mutant) and left out of tried,
+// otherwise it is a survivor. A task with any trivial survivor is weak
+// (Weak): its candidates' passes become unjudged at stage weak_verifier,
+// and the admit stage rejects it. The mutant kill rate is an admission
+// threshold (gates config strength.min_kill_ratio).
+//
+// The report is cached per (task, toolchain, audit version) in memory and,
+// with Config.CacheDir, on disk, like the reference self-check: a second
+// run starts no process for it. A report with an unresolved infrastructure
+// failure is not cached.
+
+// strengthVersion changes whenever the candidate set or the rules change,
+// so a cached report from an older audit is not reused.
+const strengthVersion = "strength-v1"
+
+// Candidate-name prefixes.
+const (
+	StrengthTrivialPrefix = "trivial:"
+	StrengthMutantPrefix  = "mutant:"
+)
+
+// StrengthCandidate is one known-wrong candidate of an audit.
+type StrengthCandidate struct {
+	Name string // e.g. trivial:all_x, trivial:stuck0:q, mutant:netlist_3, mutant:arith_swap
+	Code string // a module named as the DUT (candidate form of a differential/self-checking contract)
+}
+
+// MutantSource derives up to max mutants of a reference given in candidate
+// form (its top module named dut). Names are returned without the "mutant:"
+// prefix. A source that does not apply returns none.
+type MutantSource func(ref, dut string, iface engine.Interface, max int) []StrengthCandidate
+
+var mutantSources struct {
+	mu    sync.Mutex
+	names []string
+	fns   map[string]MutantSource
+}
+
+// RegisterMutantSource adds a mutant source to every verifier's strength
+// audit (ops/gates registers the evolution operators; rtl cannot import
+// them). Its name is part of the audit's cache key.
+func RegisterMutantSource(name string, fn MutantSource) {
+	mutantSources.mu.Lock()
+	defer mutantSources.mu.Unlock()
+	if mutantSources.fns == nil {
+		mutantSources.fns = map[string]MutantSource{}
+	}
+	if _, dup := mutantSources.fns[name]; !dup {
+		mutantSources.names = append(mutantSources.names, name)
+		sort.Strings(mutantSources.names)
+	}
+	mutantSources.fns[name] = fn
+}
+
+func registeredSources() ([]string, []MutantSource) {
+	mutantSources.mu.Lock()
+	defer mutantSources.mu.Unlock()
+	var fns []MutantSource
+	for _, n := range mutantSources.names {
+		fns = append(fns, mutantSources.fns[n])
+	}
+	return append([]string(nil), mutantSources.names...), fns
+}
+
+// StrengthTally counts one class of audit candidates.
+type StrengthTally struct {
+	Tried      int      `json:"tried"`  // judged, neither invalid nor equivalent
+	Killed     int      `json:"killed"` // of those, failed by the harness
+	Survivors  []string `json:"survivors,omitempty"`
+	Equivalent []string `json:"equivalent,omitempty"` // passed, and the probe saw no difference to the reference
+	Invalid    []string `json:"invalid,omitempty"`    // did not build: they test nothing
+}
+
+// StrengthReport is the measured strength of one task's harness.
+type StrengthReport struct {
+	// Measured is false when the audit could not run (Stage, Cause say why);
+	// then nothing is known about the harness and passes are not trusted.
+	Measured bool          `json:"measured"`
+	Stage    string        `json:"stage,omitempty"`
+	Cause    string        `json:"cause,omitempty"`
+	Trivial  StrengthTally `json:"trivial"`
+	Mutants  StrengthTally `json:"mutants"`
+	// Notes say what the audit could not generate (e.g. no netlist mutants
+	// when Yosys cannot read the reference).
+	Notes []string `json:"notes,omitempty"`
+	// NothingToMutate: the reference's netlist has no cell (it drives
+	// constants), so no mutant exists and the kill rate does not apply.
+	NothingToMutate bool `json:"nothing_to_mutate,omitempty"`
+	Candidates      int  `json:"candidates"` // audit candidates simulated (probe runs not counted)
+	definitive      bool
+}
+
+// Weak reports whether a trivial candidate passed the harness.
+func (r StrengthReport) Weak() bool { return r.Measured && len(r.Trivial.Survivors) > 0 }
+
+// MutantKillRate is killed/tried of the mutants; ok is false when no
+// mutant could be judged.
+func (r StrengthReport) MutantKillRate() (rate float64, ok bool) {
+	if r.Mutants.Tried == 0 {
+		return 0, false
+	}
+	return float64(r.Mutants.Killed) / float64(r.Mutants.Tried), true
+}
+
+// Survivors lists every surviving candidate's name.
+func (r StrengthReport) Survivors() []string {
+	return append(append([]string(nil), r.Trivial.Survivors...), r.Mutants.Survivors...)
+}
+
+// Summary is a one-line account for causes and logs.
+func (r StrengthReport) Summary() string {
+	if !r.Measured {
+		return "harness strength not measured: " + r.Stage + ": " + r.Cause
+	}
+	s := fmt.Sprintf("harness kills %d/%d trivial candidates and %d/%d mutants", r.Trivial.Killed, r.Trivial.Tried, r.Mutants.Killed, r.Mutants.Tried)
+	if sv := r.Survivors(); len(sv) > 0 {
+		s += "; survivors: " + strings.Join(sv, ", ")
+	}
+	return s
+}
+
+// ItemStrength is the report in the item's schema (engine.Item.VerifierStrength).
+func (r StrengthReport) ItemStrength() engine.VerifierStrength {
+	if !r.Measured {
+		return engine.VerifierStrength{}
+	}
+	return engine.VerifierStrength{Measured: true,
+		TrivialKilled: int32(r.Trivial.Killed), TrivialTried: int32(r.Trivial.Tried),
+		MutantKilled: int32(r.Mutants.Killed), MutantTried: int32(r.Mutants.Tried),
+		Survivors: r.Survivors()}
+}
+
+// Measurements are the report as evidence measurements (on the reference's
+// row): verifier_strength is killed/tried over all audit candidates.
+func (r StrengthReport) Measurements() []engine.Measurement {
+	if !r.Measured {
+		return []engine.Measurement{engine.TextM("verifier_strength_unmeasured", truncate(r.Stage+": "+r.Cause, 300))}
+	}
+	killed, tried := r.Trivial.Killed+r.Mutants.Killed, r.Trivial.Tried+r.Mutants.Tried
+	ms := []engine.Measurement{
+		engine.FloatM("verifier_strength", ratio(killed, tried)),
+		engine.IntM("strength_killed", int64(killed)), engine.IntM("strength_tried", int64(tried)),
+		engine.IntM("strength_trivial_killed", int64(r.Trivial.Killed)), engine.IntM("strength_trivial_tried", int64(r.Trivial.Tried)),
+		engine.IntM("strength_mutants_killed", int64(r.Mutants.Killed)), engine.IntM("strength_mutants_tried", int64(r.Mutants.Tried)),
+		engine.IntM("strength_equivalent", int64(len(r.Trivial.Equivalent)+len(r.Mutants.Equivalent))),
+	}
+	if sv := r.Survivors(); len(sv) > 0 {
+		ms = append(ms, engine.TextM("strength_survivors", truncate(strings.Join(sv, ", "), 1000)))
+	}
+	return ms
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// strengthState is the verifier's audit cache and its process bound.
+type strengthState struct {
+	once sync.Once
+	mu   sync.Mutex
+	reps map[string]*strengthEntry
+	sem  chan struct{} // bounds the audit's concurrent jobs across nested fan-outs
+}
+
+type strengthEntry struct {
+	done chan struct{}
+	rep  StrengthReport
+}
+
+func (v *Verifier) strengthInit() {
+	v.strength.once.Do(func() {
+		v.strength.reps = map[string]*strengthEntry{}
+		v.strength.sem = make(chan struct{}, v.cfg.Workers)
+	})
+}
+
+// Strength audits item's harness (cached per task and toolchain). The
+// error is non-nil only when ctx is cancelled; a task whose audit cannot
+// run gets a report with Measured false and the stage that says why.
+func (v *Verifier) Strength(ctx context.Context, item engine.Item) (StrengthReport, error) {
+	v.strengthInit()
+	if st, cause := v.sim.Check(); st != "" {
+		return StrengthReport{Stage: st, Cause: cause}, nil
+	}
+	audited := auditedItem(item)
+	c, err := ContractFor(audited)
+	if err != nil {
+		return StrengthReport{Stage: engine.StagePayloadCorrupt, Cause: err.Error()}, nil
+	}
+	names, _ := registeredSources()
+	key := v.strengthKey(audited, c, names)
+	s := &v.strength
+	s.mu.Lock()
+	e, ok := s.reps[key]
+	if !ok {
+		e = &strengthEntry{done: make(chan struct{})}
+		s.reps[key] = e
+		s.mu.Unlock()
+		rep, err := v.computeStrength(ctx, audited, c, key)
+		if err != nil || !rep.definitive {
+			s.mu.Lock()
+			delete(s.reps, key)
+			s.mu.Unlock()
+		}
+		e.rep = rep
+		close(e.done)
+		return rep, err
+	}
+	s.mu.Unlock()
+	select {
+	case <-e.done:
+		if !e.rep.definitive {
+			return v.Strength(ctx, item)
+		}
+		return e.rep, nil
+	case <-ctx.Done():
+		return StrengthReport{}, ctx.Err()
+	}
+}
+
+// auditedItem is the item whose harness is audited: a completion item's
+// harness is its differential harness (the same judge), so it is audited
+// as a differential item with full-module candidates.
+func auditedItem(item engine.Item) engine.Item {
+	if item.Verifier.Kind == engine.VerifierCompletion {
+		item.Verifier.Kind = engine.VerifierDifferential
+	}
+	return item
+}
+
+func (v *Verifier) strengthKey(item engine.Item, c Contract, sources []string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s;%s;%q;%d;%d", strengthVersion, v.refKey(item, c), sources, v.cfg.StrengthMutants, len(item.Interface.Ports))
+	for _, p := range item.Interface.Ports {
+		fmt.Fprintf(h, "%s/%s/%d/%v;", p.Name, p.Direction, p.Width, p.Signed)
+	}
+	fmt.Fprintf(h, "%s/%s/%s/%s", item.Interface.Clock, item.Interface.Reset, item.Interface.ResetPolarity, item.Interface.ResetKind)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (v *Verifier) computeStrength(ctx context.Context, item engine.Item, c Contract, key string) (StrengthReport, error) {
+	cachePath := ""
+	if v.cfg.CacheDir != "" {
+		cachePath = filepath.Join(v.cfg.CacheDir, "rtl-"+strengthVersion+"-"+key+".json")
+		if b, err := os.ReadFile(cachePath); err == nil {
+			var r StrengthReport
+			if json.Unmarshal(b, &r) == nil {
+				r.definitive = true
+				return r, nil
+			}
+		}
+	}
+	rep, err := v.audit(ctx, item, c)
+	if err != nil {
+		return rep, err
+	}
+	if cachePath != "" && rep.definitive {
+		if b, err := json.Marshal(rep); err == nil {
+			_ = engine.WriteFileAtomic(cachePath, b)
+		}
+	}
+	return rep, nil
+}
+
+// audit generates the candidates, judges them and probes the ones that pass.
+func (v *Verifier) audit(ctx context.Context, item engine.Item, c Contract) (StrengthReport, error) {
+	ref, err := v.referenceCheck(ctx, item, c)
+	if err != nil {
+		return StrengthReport{}, err
+	}
+	if !ref.OK {
+		// Nothing to measure against; the candidates are unjudged by the
+		// reference check already.
+		return StrengthReport{Stage: ref.Stage, Cause: ref.Cause, definitive: ref.definitive}, nil
+	}
+	refCand, err := c.ReferenceCandidate()
+	if err != nil {
+		return StrengthReport{Stage: engine.StagePayloadCorrupt, Cause: "reference: " + err.Error(), definitive: true}, nil
+	}
+	iface, err := v.strengthInterface(ctx, item, refCand, c.DUT())
+	if err != nil {
+		if ctx.Err() != nil {
+			return StrengthReport{}, ctx.Err()
+		}
+		return StrengthReport{Stage: engine.StageWeakVerifier, Cause: "cannot build trivial candidates: " + err.Error(), definitive: true}, nil
+	}
+	trivial, err := TrivialCandidates(refCand, c.DUT(), iface)
+	if err != nil {
+		return StrengthReport{Stage: engine.StageWeakVerifier, Cause: "cannot build trivial candidates: " + err.Error(), definitive: true}, nil
+	}
+	rep := StrengthReport{definitive: true}
+	mutants, notes, nothing := v.strengthMutants(ctx, refCand, c.DUT(), iface)
+	if ctx.Err() != nil {
+		return StrengthReport{}, ctx.Err()
+	}
+	rep.Notes, rep.NothingToMutate = notes, nothing
+	all := append(append([]StrengthCandidate(nil), trivial...), mutants...)
+	rep.Candidates = len(all)
+	evs, err := v.judgeStrength(ctx, item, all)
+	if err != nil {
+		return StrengthReport{}, err
+	}
+	var passed []int
+	for i, ev := range evs {
+		t := &rep.Mutants
+		if strings.HasPrefix(all[i].Name, StrengthTrivialPrefix) {
+			t = &rep.Trivial
+		}
+		switch {
+		case ev.Status == engine.StatusPass:
+			passed = append(passed, i)
+		case ev.Status == engine.StatusUnjudged:
+			rep.Stage, rep.Cause = ev.FailureStage, all[i].Name+": "+ev.Cause
+			rep.definitive = rep.definitive && !retryable(ev.FailureStage)
+		case ev.FailureStage == engine.StageStatic || ev.FailureStage == engine.StageCompile || ev.FailureStage == engine.StageElaborate:
+			t.Invalid = append(t.Invalid, all[i].Name)
+		default:
+			t.Tried++
+			t.Killed++
+		}
+	}
+	if rep.Stage != "" {
+		return rep, nil // an audit candidate went unjudged: strength unknown
+	}
+	if len(passed) > 0 {
+		eq, st, cause, definitive, err := v.probeEquivalence(ctx, item, c, iface, all, passed)
+		if err != nil {
+			return StrengthReport{}, err
+		}
+		if st != "" {
+			return StrengthReport{Stage: st, Cause: cause, definitive: definitive}, nil
+		}
+		for k, i := range passed {
+			t := &rep.Mutants
+			if strings.HasPrefix(all[i].Name, StrengthTrivialPrefix) {
+				t = &rep.Trivial
+			}
+			if eq[k] {
+				t.Equivalent = append(t.Equivalent, all[i].Name)
+			} else {
+				t.Tried++
+				t.Survivors = append(t.Survivors, all[i].Name)
+			}
+		}
+	}
+	if rep.Trivial.Tried == 0 {
+		return StrengthReport{Stage: engine.StageWeakVerifier, Cause: "no trivial candidate could be judged (all invalid or equivalent to the reference)", definitive: true}, nil
+	}
+	rep.Measured = true
+	return rep, nil
+}
+
+// strengthInterface is the item's declared interface, or the one Yosys
+// reads from the reference when the item declares no ports (VerilogEval).
+func (v *Verifier) strengthInterface(ctx context.Context, item engine.Item, refCand, dut string) (engine.Interface, error) {
+	if len(item.Interface.Ports) > 0 {
+		iface := item.Interface
+		iface.Top = dut
+		return iface, nil
+	}
+	return ExtractInterface(ctx, refCand, dut)
+}
+
+// judgeStrength judges the audit candidates through the candidates' path,
+// bounded by the verifier's worker count across every concurrent audit.
+func (v *Verifier) judgeStrength(ctx context.Context, item engine.Item, cands []StrengthCandidate) ([]engine.Evidence, error) {
+	out := make([]engine.Evidence, len(cands))
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range cands {
+		g.Go(func() error {
+			select {
+			case v.strength.sem <- struct{}{}:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+			defer func() { <-v.strength.sem }()
+			ev, err := v.verifyOne(gctx, &item, engine.Candidate{ItemID: item.ItemID, CandidateID: cands[i].Name, Code: cands[i].Code})
+			out[i] = ev
+			return err
+		})
+	}
+	return out, g.Wait()
+}
+
+// applyStrength turns passes on a weak (or unmeasured) harness into
+// unjudged verdicts. Fails stand: a harness that kills a candidate has
+// shown that candidate wrong whatever its strength.
+func applyStrength(ev *engine.Evidence, rep StrengthReport) {
+	if ev.Status != engine.StatusPass {
+		return
+	}
+	switch {
+	case !rep.Measured:
+		st := rep.Stage
+		if !engine.IsInfraStage(st) {
+			st = engine.StageWeakVerifier
+		}
+		ev.Status, ev.FailureStage, ev.Cause = engine.StatusUnjudged, st, truncate(rep.Summary(), 500)
+	case rep.Weak():
+		ev.Status, ev.FailureStage = engine.StatusUnjudged, engine.StageWeakVerifier
+		ev.Cause = truncate("the harness passes trivial candidates ("+strings.Join(rep.Trivial.Survivors, ", ")+"): "+rep.Summary(), 500)
+	}
+}
+
+// strengthFor audits every item that has a candidate in cands (when the
+// audit is on), before any candidate is judged.
+func (v *Verifier) strengthFor(ctx context.Context, byID map[string]*engine.Item, cands []engine.Candidate) (map[string]StrengthReport, error) {
+	if !v.cfg.StrengthAudit {
+		return nil, nil
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, c := range cands {
+		if byID[c.ItemID] != nil && !seen[c.ItemID] {
+			seen[c.ItemID] = true
+			ids = append(ids, c.ItemID)
+		}
+	}
+	reps := make([]StrengthReport, len(ids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(v.cfg.Workers)
+	for i, id := range ids {
+		g.Go(func() error {
+			r, err := v.Strength(gctx, *byID[id])
+			reps[i] = r
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]StrengthReport, len(ids))
+	for i, id := range ids {
+		out[id] = reps[i]
+	}
+	return out, nil
+}

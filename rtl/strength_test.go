@@ -1,0 +1,241 @@
+package rtl
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/engine/ingest"
+	"github.com/crucible-data/crucible/internal/testenv"
+)
+
+func strengthConfig(t testing.TB) Config {
+	cfg := testConfig(t)
+	cfg.StrengthAudit = true
+	return cfg
+}
+
+// weakSelfCheckItem's testbench checks s with != (an X or Z sum makes the
+// condition X, which counts as no error) and never checks ovf.
+func weakSelfCheckItem() engine.Item {
+	harness := `
+module tb;
+  reg [7:0] a, b; wire [7:0] s; wire ovf;
+  integer errors = 0, i;
+  TopModule dut (.a(a), .b(b), .s(s), .ovf(ovf));
+  initial begin
+    for (i = 0; i < 50; i = i + 1) begin
+      a = i * 7; b = 255 - i * 3; #5;
+      if (s != a + b) errors = errors + 1;
+    end
+    if (errors == 0) $display("===========Your Design Passed===========");
+    else $display("===========Error=========== %0d", errors);
+    $finish;
+  end
+endmodule
+`
+	ref := `
+module TopModule (input [7:0] a, input [7:0] b, output [7:0] s, output ovf);
+  assign {ovf, s} = a + b;
+endmodule
+`
+	return engine.Item{ItemID: "weak_adder", Domain: engine.DomainRTL, Interface: engine.Interface{Top: "TopModule"}, Reference: ref,
+		Verifier: engine.Verifier{Kind: engine.VerifierSelfChecking, Harness: harness, Top: "tb", PassMarker: "Your Design Passed"}}
+}
+
+// TestStrengthDetectsWeakHarness: the weak testbench passes floating and
+// unknown outputs and never looks at ovf, so the audit lists those trivial
+// candidates as survivors; a correct candidate's pass becomes unjudged
+// (weak_verifier) while a candidate the harness does fail still fails.
+func TestStrengthDetectsWeakHarness(t *testing.T) {
+	requireTools(t, "yosys")
+	v := newTestVerifier(t, strengthConfig(t))
+	item := weakSelfCheckItem()
+	rep, err := v.Strength(context.Background(), item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Measured || !rep.Weak() {
+		t.Fatalf("want a measured weak harness, got %+v", rep)
+	}
+	for _, want := range []string{"trivial:all_x", "trivial:all_z", "trivial:empty", "trivial:stuck0:ovf", "trivial:stuck1:ovf", "trivial:invert:ovf"} {
+		if !slices.Contains(rep.Trivial.Survivors, want) {
+			t.Errorf("survivors %v lack %s", rep.Trivial.Survivors, want)
+		}
+	}
+	for _, killed := range []string{"trivial:const_0", "trivial:stuck1:s", "trivial:invert:s"} {
+		if slices.Contains(rep.Trivial.Survivors, killed) {
+			t.Errorf("%s survived, but the harness checks s against a defined value", killed)
+		}
+	}
+	is := rep.ItemStrength()
+	if !is.Weak() || is.TrivialTried != int32(rep.Trivial.Tried) || len(is.Survivors) == 0 {
+		t.Errorf("item strength %+v does not carry the report", is)
+	}
+	cands := []engine.Candidate{
+		{ItemID: item.ItemID, CandidateID: "correct", Code: item.Reference},
+		{ItemID: item.ItemID, CandidateID: "wrong", Code: "module TopModule (input [7:0] a, input [7:0] b, output [7:0] s, output ovf);\n assign s = a - b; assign ovf = 0;\nendmodule\n"},
+	}
+	evs, err := v.Verify(context.Background(), []engine.Item{item}, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := evs[0]; ev.Status != engine.StatusUnjudged || ev.FailureStage != engine.StageWeakVerifier || !strings.Contains(ev.Cause, "trivial:all_x") {
+		t.Errorf("correct candidate on a weak harness: %s/%s %q, want unjudged/weak_verifier naming the survivors", ev.Status, ev.FailureStage, ev.Cause)
+	}
+	if ev := evs[1]; ev.Status != engine.StatusFail {
+		t.Errorf("wrong candidate: %s/%s, want fail (a kill stands on a weak harness)", ev.Status, ev.FailureStage)
+	}
+	if !engine.IsInfraStage(engine.StageWeakVerifier) {
+		t.Error("weak_verifier must be an infrastructure stage")
+	}
+}
+
+// TestStrengthStrongTasks: on bundled seeds (and VerilogEval differential
+// tasks when the dataset is present) every trivial candidate is killed or,
+// where it is the right answer (Prob001_zero's constant 0), recognised as
+// equivalent; mutants are judged and a kill rate is recorded; a correct
+// candidate still passes.
+func TestStrengthStrongTasks(t *testing.T) {
+	requireTools(t, "yosys")
+	items := loadSeeds(t, "counter_mod10_tc", "alu8_flags")
+	if p := filepath.Join(testenv.RepoRoot(t), "..", "shared", "datasets", "verilog-eval", "spec-to-rtl.jsonl"); fileExists(p) {
+		for _, it := range loadVerilogEval(t, "verilog-eval/spec-to-rtl.jsonl") {
+			if strings.Contains(it.ItemID, "Prob001_zero") || strings.Contains(it.ItemID, "Prob035_count1to10") {
+				items = append(items, it)
+			}
+		}
+	}
+	v := newTestVerifier(t, strengthConfig(t))
+	for _, it := range items {
+		rep, err := v.Strength(context.Background(), it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %s; equivalent %v; invalid %v %v; notes %v", it.ItemID, rep.Summary(),
+			append(rep.Trivial.Equivalent, rep.Mutants.Equivalent...), rep.Trivial.Invalid, rep.Mutants.Invalid, rep.Notes)
+		if !rep.Measured || rep.Weak() {
+			t.Errorf("%s: want a measured strong harness, got %s", it.ItemID, rep.Summary())
+			continue
+		}
+		if rep.Trivial.Killed != rep.Trivial.Tried || rep.Trivial.Tried < 5 {
+			t.Errorf("%s: %d/%d trivial candidates killed", it.ItemID, rep.Trivial.Killed, rep.Trivial.Tried)
+		}
+		if _, ok := rep.MutantKillRate(); !ok && !rep.NothingToMutate {
+			t.Errorf("%s: no mutant judged (notes %v)", it.ItemID, rep.Notes)
+		}
+		if strings.Contains(it.ItemID, "zero") && !slices.Contains(rep.Trivial.Equivalent, "trivial:const_0") {
+			t.Errorf("%s: const_0 is the right answer and must be equivalent, got equivalent=%v", it.ItemID, rep.Trivial.Equivalent)
+		}
+		ms := rep.Measurements()
+		ev := engine.Evidence{Measurements: ms}
+		if m, ok := ev.Measurement("verifier_strength"); !ok || m.Float <= 0 || m.Float > 1 {
+			t.Errorf("%s: verifier_strength measurement %v", it.ItemID, m)
+		}
+	}
+	cands := selfCandidates(t, items[:1])
+	evs, err := v.Verify(context.Background(), items[:1], cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs[0].Status != engine.StatusPass {
+		t.Errorf("reference on a strong harness: %s/%s %s", evs[0].Status, evs[0].FailureStage, evs[0].Cause)
+	}
+}
+
+// TestStrengthCached: the audit runs once per task and toolchain; a second
+// verifier with the same CacheDir starts no process for it.
+func TestStrengthCached(t *testing.T) {
+	requireTools(t, "yosys")
+	cfg := strengthConfig(t)
+	cfg.CacheDir = t.TempDir()
+	cfg.StrengthMutants = 2
+	var procs atomic.Int32
+	v := newTestVerifier(t, cfg)
+	v.onProcessStart = func(string, int) { procs.Add(1) }
+	item := counterItem(t, 40)
+	first, err := v.Strength(context.Background(), item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Measured || procs.Load() < int32(2*first.Candidates) {
+		t.Fatalf("first audit: %s with %d processes for %d candidates", first.Summary(), procs.Load(), first.Candidates)
+	}
+	procs.Store(0)
+	if again, _ := v.Strength(context.Background(), item); procs.Load() != 0 || again.Summary() != first.Summary() {
+		t.Errorf("same verifier: %d processes, %q; want 0 and the same report", procs.Load(), again.Summary())
+	}
+	v2 := newTestVerifier(t, cfg)
+	v2.onProcessStart = func(string, int) { procs.Add(1) }
+	second, err := v2.Strength(context.Background(), item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if procs.Load() != 0 || second.Summary() != first.Summary() {
+		t.Errorf("second verifier: %d processes, %q; want 0 and %q", procs.Load(), second.Summary(), first.Summary())
+	}
+	// Judging a candidate then costs only the candidate's own build+run
+	// (the reference check is cached on disk too).
+	if _, err := v2.VerifyOne(context.Background(), item, engine.Candidate{ItemID: item.ItemID, CandidateID: "c", Code: goodCounter}); err != nil {
+		t.Fatal(err)
+	}
+	if procs.Load() != 2 {
+		t.Errorf("a candidate after a cached audit started %d processes, want 2", procs.Load())
+	}
+}
+
+func TestTrivialCandidatesCoverEveryOutput(t *testing.T) {
+	ref, err := RenameModule(counterRef, RefModuleName, DefaultDUTName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := TrivialCandidates(ref, DefaultDUTName, counterIface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Name)
+		if !strings.Contains(c.Code, "module TopModule (") {
+			t.Errorf("%s does not define TopModule:\n%s", c.Name, c.Code)
+		}
+	}
+	want := []string{"trivial:empty", "trivial:all_z", "trivial:all_x", "trivial:const_0", "trivial:const_1",
+		"trivial:stuck0:q", "trivial:stuck1:q", "trivial:invert:q"}
+	if !slices.Equal(names, want) {
+		t.Errorf("names %v, want %v", names, want)
+	}
+	if _, err := TrivialCandidates(ref, DefaultDUTName, engine.Interface{Ports: []engine.Port{{Name: "a", Direction: "input", Width: 1}}}); err == nil {
+		t.Error("an interface without outputs must be an error")
+	}
+}
+
+func loadSeeds(t testing.TB, names ...string) []engine.Item {
+	t.Helper()
+	var paths []string
+	for _, n := range names {
+		paths = append(paths, filepath.Join(testenv.RepoRoot(t), "examples/seeds/rtl", n, "task.json"))
+	}
+	var items []engine.Item
+	g, err := ingest.New(ingest.PresetTaskDir, ingest.Sink{
+		Item:   func(it engine.Item) error { items = append(items, it); return nil },
+		Reject: func(r engine.Rejection) error { t.Errorf("rejected %s: %s", r.ItemID, r.Detail); return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.IngestPaths(context.Background(), paths); err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != len(names) {
+		t.Fatalf("loaded %d seeds, want %d", len(items), len(names))
+	}
+	return items
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
