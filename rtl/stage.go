@@ -19,7 +19,11 @@ type StageConfig struct {
 	CPUFactor     float64       `yaml:"cpu_factor"`        // candidate budget = factor × reference CPU time
 	TrustTwoState bool          `yaml:"trust_two_state"`   // let Verilator pass candidates
 	Synth         bool          `yaml:"synth"`             // add Yosys cell counts to passes
-	CacheDir      string        `yaml:"cache_dir"`         // persist reference self-checks
+	CacheDir      string        `yaml:"cache_dir"`         // persist reference self-checks and strength audits
+	// StrengthAudit measures every item's harness (strength.go): a weak one
+	// is rejected (weak_verifier) and its candidates' passes are unjudged.
+	StrengthAudit   bool `yaml:"strength_audit"`
+	StrengthMutants int  `yaml:"strength_mutants"` // mutants of each kind in the audit
 }
 
 // RegisterStages adds the "verify_rtl" stage type: it self-checks every RTL
@@ -32,7 +36,8 @@ func RegisterStages(reg *engine.Registry) {
 		Factory: func(c engine.StageConfig) (engine.Stage, error) {
 			def := DefaultConfig()
 			sc := StageConfig{Simulator: def.Simulator, Retries: def.Retries, SimTimeout: def.Limits.SimTimeout,
-				CPUSeconds: def.Limits.CPUSeconds, CPUFloor: def.Limits.CPUFloorSeconds, CPUFactor: def.Limits.CPUFactor}
+				CPUSeconds: def.Limits.CPUSeconds, CPUFloor: def.Limits.CPUFloorSeconds, CPUFactor: def.Limits.CPUFactor,
+				StrengthAudit: def.StrengthAudit, StrengthMutants: def.StrengthMutants}
 			if err := c.Decode(&sc); err != nil {
 				return nil, err
 			}
@@ -40,6 +45,7 @@ func RegisterStages(reg *engine.Registry) {
 			cfg.Simulator, cfg.Retries, cfg.Limits.SimTimeout = sc.Simulator, sc.Retries, sc.SimTimeout
 			cfg.Limits.CPUSeconds, cfg.Limits.CPUFloorSeconds, cfg.Limits.CPUFactor = sc.CPUSeconds, sc.CPUFloor, sc.CPUFactor
 			cfg.TrustTwoState, cfg.Synth = sc.TrustTwoState, sc.Synth
+			cfg.StrengthAudit, cfg.StrengthMutants = sc.StrengthAudit, sc.StrengthMutants
 			if sc.Workers > 0 {
 				cfg.Workers = sc.Workers
 			}
@@ -83,6 +89,10 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	strengths, err := v.strengthOfItems(ctx, rtlItems, refs)
+	if err != nil {
+		return err
+	}
 	p.Add(int64(len(rtlItems)))
 	var evs []engine.Evidence
 	if len(cands) > 0 {
@@ -104,8 +114,10 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg Config) error {
 		return err
 	}
 	refOf := map[int]engine.Evidence{}
+	strengthOf := map[int]*StrengthReport{}
 	for k, i := range rtlIdx {
 		refOf[i] = refs[k]
+		strengthOf[i] = strengths[k]
 	}
 	for i, it := range items {
 		ev, isRTL := refOf[i]
@@ -114,6 +126,17 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg Config) error {
 			switch {
 			case ev.Status == engine.StatusPass:
 				it.ReferenceStatus = engine.RefVerified
+				if rep := strengthOf[i]; rep != nil {
+					it.VerifierStrength = rep.ItemStrength()
+					if reason := strengthRejection(*rep); reason != "" {
+						sc.Count("rejected."+reason, 1)
+						if err := rejW.Write(engine.Rejection{ItemID: it.ItemID, Stage: sc.Name, Gate: "verifier_strength",
+							Reason: reason, Detail: truncate(rep.Summary(), 1000)}); err != nil {
+							return err
+						}
+						continue
+					}
+				}
 			default:
 				reason := "unjudged"
 				it.ReferenceStatus = engine.RefUnjudged

@@ -53,6 +53,10 @@ func (g *auditGate) Check(ctx context.Context, cands []*Candidate) error {
 	var passed []*Candidate
 	for k, ev := range evs {
 		c := idx[k]
+		if ev.Status == engine.StatusPass {
+			// The reference's evidence carries its verifier's strength.
+			ev.Measurements = append(ev.Measurements, strengthOf(ctx, g.env.Verifier, items[k]).Measurements()...)
+		}
 		c.addEvidence(ev)
 		switch {
 		case ev.Status == engine.StatusPass:

@@ -33,10 +33,15 @@ type StrengthConfig struct {
 	// MinParentMismatches: the adapted parent must mismatch on at least
 	// this many samples of the evolved verifier.
 	MinParentMismatches int64 `yaml:"min_parent_mismatches"`
-	// MaxMutants simple mutants of the evolved reference are run; at
+	// MaxMutants simple mutants of an evolved kernel reference are run; at
 	// least MinKillRatio of the judged ones must fail.
 	MaxMutants   int     `yaml:"max_mutants"`
 	MinKillRatio float64 `yaml:"min_kill_ratio"`
+	// MinMutantKillRate is the RTL harness-strength audit's threshold: the
+	// verifier must fail at least this fraction of the judged mutants of
+	// the reference (netlist and evolution-operator mutants). Any trivial
+	// candidate that passes rejects the item whatever this is.
+	MinMutantKillRate float64 `yaml:"min_mutant_kill_rate"`
 }
 
 // AuditConfig configures the contract audit.
@@ -69,7 +74,7 @@ func DefaultConfig() Config {
 	return Config{
 		Order:      append([]string(nil), DefaultOrder...),
 		Static:     StaticConfig{MinInstructionBytes: 40, MaxInstructionBytes: 64 << 10, MaxReferenceBytes: 256 << 10, LeakNGram: 8, MaxLeakFraction: 0.2},
-		Strength:   StrengthConfig{MinParentMismatches: 1, MaxMutants: 3, MinKillRatio: 0.5},
+		Strength:   StrengthConfig{MinParentMismatches: 1, MaxMutants: 3, MinKillRatio: 0.5, MinMutantKillRate: 0.8},
 		Audit:      AuditConfig{CheckInterface: true, SpecAudit: true},
 		Dedup:      DedupConfig{Threshold: 0.95, NGram: 5},
 		Difficulty: DifficultyConfig{MinTokens: 10, MaxTokens: 50000, MaxCostSeconds: 120},
@@ -113,6 +118,9 @@ func (c Config) Validate() error {
 	}
 	if c.Strength.MinKillRatio < 0 || c.Strength.MinKillRatio > 1 {
 		bad = append(bad, "strength.min_kill_ratio must be in [0,1]")
+	}
+	if c.Strength.MinMutantKillRate < 0 || c.Strength.MinMutantKillRate > 1 {
+		bad = append(bad, "strength.min_mutant_kill_rate must be in [0,1]")
 	}
 	if c.Dedup.Threshold <= 0 || c.Dedup.Threshold > 1 {
 		bad = append(bad, "dedup.threshold must be in (0,1]")

@@ -17,8 +17,10 @@ import (
 // strengthGate checks that the evolved verifier discriminates: the parent
 // reference (adapted to the evolved interface, see evolve.AdaptParent) must
 // fail it, except on routes that keep the parent's behaviour (solution-first,
-// instruction-first), and simple mutants of the evolved reference must be
-// killed. Candidates run in one batch through the verifier's pool.
+// instruction-first), and the verifier must kill every trivial candidate and
+// enough mutants of the evolved reference (RTL: the harness-strength audit,
+// rtl.Verifier.Strength; kernels: the other interface-preserving kernel
+// operators). Candidates run in one batch through the verifier's pool.
 type strengthGate struct {
 	cfg StrengthConfig
 	env Env
@@ -60,54 +62,55 @@ func (g *strengthGate) parentIface(ctx context.Context, p *engine.Item) (engine.
 }
 
 func (g *strengthGate) Check(ctx context.Context, cands []*Candidate) error {
-	var items []engine.Item
-	var runs []engine.Candidate
-	owner := map[int]*Candidate{}
-	var kernelCands []*Candidate
+	var rtlCands, kernelCands []*Candidate
 	for _, c := range cands {
-		it := c.Item
-		if it.Domain == engine.DomainKernel {
+		switch c.Item.Domain {
+		case engine.DomainKernel:
 			kernelCands = append(kernelCands, c)
-			continue
+		case engine.DomainRTL:
+			rtlCands = append(rtlCands, c)
+		default:
+			c.reject(GateStrength, ReasonUnjudged, "no verifier for domain "+c.Item.Domain)
 		}
-		if it.Domain != engine.DomainRTL {
-			c.reject(GateStrength, ReasonUnjudged, "no verifier for domain "+it.Domain)
-			continue
-		}
-		if !keepsBehaviour(&it) {
-			if c.Parent == nil {
-				c.reject(GateStrength, ReasonParentMissing, "parent "+it.ParentID+" is not among the inputs, so its failure cannot be checked")
-				continue
-			}
-			piface, err := g.parentIface(ctx, c.Parent)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				c.reject(GateStrength, ReasonUnjudged, "parent interface extraction failed: "+err.Error())
-				continue
-			}
-			code, err := evolve.AdaptParent(c.Parent.Reference, piface, it.Interface)
-			if err != nil {
-				c.reject(GateStrength, ReasonUnjudged, "adapting the parent: "+err.Error())
-				continue
-			}
-			owner[len(runs)] = c
-			runs = append(runs, engine.Candidate{ItemID: it.ItemID, CandidateID: CandParent, Code: code})
-		}
-		muts, err := evolve.Mutants(it.Reference, ifaceAsRef(it.Interface), g.cfg.MaxMutants)
-		if err != nil {
-			c.reject(GateStrength, ReasonFormat, "deriving mutants: "+err.Error())
-			continue
-		}
-		for _, m := range muts {
-			owner[len(runs)] = c
-			runs = append(runs, engine.Candidate{ItemID: it.ItemID, CandidateID: candMutantPref + m.Name, Code: m.Code})
-		}
-		items = append(items, it)
 	}
 	if err := g.checkKernels(ctx, kernelCands); err != nil {
 		return err
+	}
+	if len(rtlCands) == 0 {
+		return nil
+	}
+	// Trivial candidates and mutants of the evolved reference (strength_rtl.go).
+	if err := g.auditRTL(ctx, rtlCands); err != nil {
+		return err
+	}
+	var items []engine.Item
+	var runs []engine.Candidate
+	owner := map[int]*Candidate{}
+	for _, c := range rtlCands {
+		it := c.Item
+		if c.Rejection != nil || c.Deferred != "" || keepsBehaviour(&it) {
+			continue
+		}
+		if c.Parent == nil {
+			c.reject(GateStrength, ReasonParentMissing, "parent "+it.ParentID+" is not among the inputs, so its failure cannot be checked")
+			continue
+		}
+		piface, err := g.parentIface(ctx, c.Parent)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			c.reject(GateStrength, ReasonUnjudged, "parent interface extraction failed: "+err.Error())
+			continue
+		}
+		code, err := evolve.AdaptParent(c.Parent.Reference, piface, it.Interface)
+		if err != nil {
+			c.reject(GateStrength, ReasonUnjudged, "adapting the parent: "+err.Error())
+			continue
+		}
+		owner[len(runs)] = c
+		runs = append(runs, engine.Candidate{ItemID: it.ItemID, CandidateID: CandParent, Code: code})
+		items = append(items, it)
 	}
 	if len(runs) == 0 {
 		return nil
