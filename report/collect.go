@@ -84,6 +84,9 @@ func Build(ctx context.Context, workDir string, sum *engine.RunSummary) (*Report
 	if err := r.collectEvidence(ctx, stages); err != nil {
 		return nil, err
 	}
+	if err := r.collectStrength(ctx, stages); err != nil {
+		return nil, err
+	}
 	if err := r.collectPacking(ctx, stages); err != nil {
 		return nil, err
 	}

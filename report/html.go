@@ -105,6 +105,7 @@ img.plot{max-width:100%;display:block;margin:8px 0} .muted{color:#777} code{font
 <table><tr><th>stage</th><th>verifier</th><th>judges</th><th class="n">verdicts</th><th class="n">pass</th><th class="n">fail</th><th class="n">unjudged</th><th class="n">pass rate</th><th>candidate failure stages</th><th class="n">infra faults</th><th>infra fault stages</th></tr>
 {{range .R.Verdicts}}<tr><td>{{.Stage}}</td><td>{{.Verifier}}</td><td>{{.Subject}}</td><td class="n">{{.Total}}</td><td class="n">{{.Pass}}</td><td class="n">{{.Fail}}</td><td class="n">{{.Unjudged}}</td><td class="n">{{pct .PassRate}}</td><td>{{kv .CandidateFailures}}</td><td class="n">{{.InfraTotal}}</td><td>{{kv .InfraFaults}}</td></tr>
 {{else}}<tr><td colspan="11" class="muted">no evidence rows</td></tr>{{end}}</table></section>
+{{template "strength" .R.Strength}}
 
 <section id="lengths"><h2>Lengths</h2>
 {{with .R.Lengths}}<p>Text lengths (bytes) of the items in stage <b>{{.Stage}}</b>.</p>

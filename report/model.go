@@ -49,6 +49,7 @@ type Report struct {
 	Operators  []OperatorYield  `json:"operators"`
 	Coverage   *Coverage        `json:"coverage,omitempty"`
 	Verdicts   []VerifierStats  `json:"verdicts"`
+	Strength   *HarnessStrength `json:"strength,omitempty"` // strength.go
 	Toolchain  []ToolVersion    `json:"toolchain"`
 	Lengths    *ItemLengths     `json:"lengths,omitempty"`
 	Packing    *Packing         `json:"packing,omitempty"`

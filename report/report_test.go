@@ -632,6 +632,10 @@ stages:
 		}
 	}
 	t.Logf("verdicts %+v toolchain %+v", r.Verdicts, r.Toolchain)
+	// verify_rtl audits every seed's harness; the bundled counters are strong.
+	if r.Strength == nil || r.Strength.Tasks != int64(len(evs)) || r.Strength.Weak != 0 || len(r.Strength.Families) != 1 {
+		t.Errorf("harness strength %+v, want %d strong rtl/counter tasks", r.Strength, len(evs))
+	}
 
 	// Any SQL engine reads the history folder as one table.
 	db, err := sql.Open("duckdb", "")
