@@ -28,7 +28,9 @@ type StageConfig struct {
 
 // RegisterStages adds the "verify_rtl" stage type: it self-checks every RTL
 // item's reference (reference_status verified, or a rejection row with
-// reason reference_failed / unjudged), passes other items through, judges
+// reason reference_failed / unjudged), audits its harness's strength
+// (strength.go; recorded on the item and the reference's evidence, a weak
+// harness is a rejection with reason weak_verifier), passes other items through, judges
 // any upstream "candidates" rows, and writes "items", "evidence" and
 // "rejections".
 func RegisterStages(reg *engine.Registry) {
@@ -58,7 +60,7 @@ func RegisterStages(reg *engine.Registry) {
 			return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error {
 				return runStage(ctx, st, cfg)
 			}), nil
-		}, Doc: "self-checks RTL references under their harness (Icarus/Verilator pool), marks reference_status, judges upstream candidates into evidence rows"})
+		}, Doc: "self-checks RTL references under their harness (Icarus/Verilator pool), marks reference_status, audits harness strength (rejects weak_verifier), judges upstream candidates into evidence rows"})
 }
 
 func runStage(ctx context.Context, sc *engine.StageContext, cfg Config) error {

@@ -89,6 +89,9 @@ stages:
 		if it.ReferenceStatus != engine.RefVerified {
 			t.Errorf("%s: reference_status %q", it.ItemID, it.ReferenceStatus)
 		}
+		if s := it.VerifierStrength; !s.Measured || s.Weak() || s.TrivialTried == 0 {
+			t.Errorf("%s: verifier_strength %+v, want a measured strong harness", it.ItemID, s)
+		}
 	}
 	if !strings.Contains(rejs[0].ItemID, "Prob099") || rejs[0].Reason != "reference_failed" {
 		t.Errorf("rejection %+v, want Prob099 reference_failed", rejs[0])

@@ -2,6 +2,7 @@ package rtl
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -239,3 +240,60 @@ func loadSeeds(t testing.TB, names ...string) []engine.Item {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestVerifyRTLStageRejectsWeakHarness: the verify_rtl stage records the
+// audit on the reference's evidence and on the item, and rejects the item
+// whose harness a trivial candidate passes (weak_verifier).
+func TestVerifyRTLStageRejectsWeakHarness(t *testing.T) {
+	requireTools(t, "iverilog", "vvp", "prlimit", "yosys")
+	dir := t.TempDir()
+	var lines []string
+	for _, it := range []engine.Item{weakSelfCheckItem(), counterItem(t, 60)} {
+		it.Instruction, it.Family, it.Route = "Implement the module.", "test", engine.RouteSeed
+		b, err := json.Marshal(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "items.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pipeline := "name: strength\nwork_dir: work\nstages:\n  - name: ingest\n    type: ingest\n    inputs: [items.jsonl]\n    config: {preset: items}\n" +
+		"  - name: verify\n    type: verify_rtl\n    from: [ingest]\n    config: {workers: 2, strength_mutants: 3}\n"
+	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(pipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	ingest.RegisterStages(reg)
+	RegisterStages(reg)
+	cfg, err := engine.LoadPipeline(filepath.Join(dir, "p.yaml"), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := engine.LoadStageOutput(filepath.Join(dir, "work", "verify"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, _ := engine.ReadAll[engine.Item](out.Shards("items")...)
+	rejs, _ := engine.ReadAll[engine.Rejection](out.Shards("rejections")...)
+	evs, _ := engine.ReadAll[engine.Evidence](out.Shards("evidence")...)
+	if len(items) != 1 || items[0].ItemID != "counter" || !items[0].VerifierStrength.Measured || items[0].VerifierStrength.Weak() {
+		t.Fatalf("items %+v, want the strong counter with its strength", items)
+	}
+	if len(rejs) != 1 || rejs[0].ItemID != "weak_adder" || rejs[0].Reason != engine.StageWeakVerifier || !strings.Contains(rejs[0].Detail, "trivial:all_x") {
+		t.Fatalf("rejections %+v, want weak_adder rejected weak_verifier naming its survivors", rejs)
+	}
+	for _, ev := range evs {
+		m, ok := ev.Measurement("verifier_strength")
+		if !ok || m.Float <= 0 || m.Float > 1 {
+			t.Errorf("%s reference evidence: verifier_strength %v %v", ev.ItemID, m, ok)
+		}
+		if _, ok := ev.Measurement("strength_survivors"); ok != (ev.ItemID == "weak_adder") {
+			t.Errorf("%s: strength_survivors present=%v", ev.ItemID, ok)
+		}
+	}
+}

@@ -78,7 +78,7 @@ func run(preset, path string, workers, mutants int, verbose bool) error {
 	if _, err := v.VerifyReferences(ctx, items); err != nil {
 		return err
 	}
-	var weak, measured, candidates int
+	var weak, measured, candidates, equivalent, invalid int
 	var rates []float64
 	var walls []time.Duration
 	unmeasured := map[string]int{}
@@ -101,6 +101,8 @@ func run(preset, path string, workers, mutants int, verbose bool) error {
 		measured++
 		walls = append(walls, wall)
 		candidates += rep.Candidates
+		equivalent += len(rep.Trivial.Equivalent) + len(rep.Mutants.Equivalent)
+		invalid += len(rep.Trivial.Invalid) + len(rep.Mutants.Invalid)
 		if rep.Weak() {
 			weak++
 			weakIDs = append(weakIDs, it.ItemID+" ("+strings.Join(rep.Trivial.Survivors, ", ")+")")
@@ -109,12 +111,14 @@ func run(preset, path string, workers, mutants int, verbose bool) error {
 			rates = append(rates, r)
 		}
 		if verbose {
-			fmt.Printf("%-50s %6.2fs  %s\n", it.ItemID, wall.Seconds(), rep.Summary())
+			fmt.Printf("%-50s %6.2fs  %s; equivalent %v; invalid %v\n", it.ItemID, wall.Seconds(), rep.Summary(),
+				append(rep.Trivial.Equivalent, rep.Mutants.Equivalent...), append(rep.Trivial.Invalid, rep.Mutants.Invalid...))
 		}
 	}
 	cpu, total := childCPU()-cpu0, time.Since(start)
 	n := len(items)
-	fmt.Printf("tasks %d, measured %d, weak %d, unmeasured %v\n", n, measured, weak, unmeasured)
+	fmt.Printf("tasks %d, measured %d, weak %d, unmeasured %v; audit candidates equivalent to the reference %d, invalid (did not build) %d\n",
+		n, measured, weak, unmeasured, equivalent, invalid)
 	var mean float64
 	for _, r := range rates {
 		mean += r

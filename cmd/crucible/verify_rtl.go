@@ -47,6 +47,12 @@ toolchain; a reference that fails makes that item's candidates unjudged
 (reference_self_check), never fail. Worker crashes and full disks are retried;
 unresolved infrastructure failures are unjudged with their cause.
 
+Every item's harness is first audited (cached per task and toolchain): trivial
+candidates (empty, all Z/X, constant 0/1, each output stuck at 0/1 or inverted)
+and mutants of the reference are judged like candidates. When any trivial
+candidate passes, the harness is weak and that item's passes become unjudged
+(weak_verifier). --strength-audit=false skips the audit.
+
 --items: item shards (an ingest or stage output directory), item JSONL/Parquet,
 or with --preset verilog-eval a VerilogEval JSONL ({id, prompt, ref, test}).
 --candidates: JSONL or Parquet rows {item_id, candidate_id, code}, or a directory
@@ -74,6 +80,7 @@ func newVerifyRTLCmd() *cobra.Command {
 	f.StringVar(&o.Out, "out", "", "output directory for evidence shards and manifest.json (required)")
 	f.StringVar(&o.Preset, "preset", ingest.PresetItems, "layout of --items files: items|verilog-eval")
 	f.BoolVar(&o.SelfCheck, "self-check", false, "submit each item's reference as its candidate instead of --candidates")
+	f.BoolVar(&o.Config.StrengthAudit, "strength-audit", o.Config.StrengthAudit, "audit each item's harness with trivial candidates and mutants first; passes on a weak harness are unjudged")
 	f.StringVar(&o.Config.Simulator, "simulator", o.Config.Simulator, "icarus (4-state, trusted for pass) | verilator (2-state)")
 	f.IntVar(&o.Config.Workers, "workers", o.Config.Workers, "concurrent simulator jobs (default: number of cores)")
 	f.IntVar(&o.Config.Retries, "retries", o.Config.Retries, "retries of infrastructure failures (worker crash, disk full)")
