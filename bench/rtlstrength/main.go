@@ -25,7 +25,7 @@ import (
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/engine/ingest"
-	_ "github.com/crucible-data/crucible/ops/gates" // registers the evolution operators as audit mutants
+	"github.com/crucible-data/crucible/ops/gates"
 	"github.com/crucible-data/crucible/rtl"
 )
 
@@ -60,6 +60,7 @@ func run(preset, path string, workers, mutants int, verbose bool) error {
 	if err := g.IngestPaths(context.Background(), []string{path}); err != nil {
 		return err
 	}
+	gates.RegisterRTLMutants() // as in crucible build
 	cfg := rtl.DefaultConfig()
 	cfg.Workers, cfg.StrengthMutants = workers, mutants
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

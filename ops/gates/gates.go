@@ -185,6 +185,7 @@ func New(cfg Config, env Env) (*Admitter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	RegisterRTLMutants()
 	if env.Log == nil {
 		env.Log = slog.Default()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -13,11 +14,14 @@ import (
 	"github.com/crucible-data/crucible/rtl"
 )
 
-// The RTL harness-strength audit (rtl.Verifier.Strength) measures every
-// task's verifier with trivial candidates and mutants of the reference.
-// Its mutants include the evolution operators', registered here because
-// rtl cannot import ops/evolve.
-func init() { rtl.RegisterMutantSource("evolve_operators", evolveMutants) }
+// RegisterRTLMutants adds the evolution operators to the mutants of the
+// RTL harness-strength audit (rtl.Verifier.Strength), which rtl cannot
+// import itself. RegisterStages and New call it; it is idempotent.
+func RegisterRTLMutants() {
+	registerOnce.Do(func() { rtl.RegisterMutantSource("evolve_operators", evolveMutants) })
+}
+
+var registerOnce sync.Once
 
 // mutationOperators are the interface-preserving, behaviour-changing
 // evolution operators, in a fixed order.
