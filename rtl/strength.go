@@ -274,8 +274,17 @@ func auditedItem(item engine.Item) engine.Item {
 }
 
 func (v *Verifier) strengthKey(item engine.Item, c Contract, sources []string) string {
+	// The trusted texts, contract and toolchain, as in refKey but without
+	// the instruction: the audit judges the harness, so an item that only
+	// re-words its parent's instruction shares the parent's audit.
 	h := sha256.New()
-	fmt.Fprintf(h, "%s;%s;%q;%d;%d", strengthVersion, v.refKey(item, c), sources, v.cfg.StrengthMutants, len(item.Interface.Ports))
+	for _, s := range []string{strengthVersion, c.Kind(), contractKey(&item), item.Verifier.Harness, item.Reference} {
+		fmt.Fprintf(h, "%d:%s", len(s), s)
+	}
+	for _, t := range v.sim.Tools() {
+		fmt.Fprintf(h, "%s=%s;", t.Name, t.Version)
+	}
+	fmt.Fprintf(h, "%q;%q;%d;%v;%d", v.sim.Flags(), sources, v.cfg.StrengthMutants, v.cfg.TrustTwoState, len(item.Interface.Ports))
 	for _, p := range item.Interface.Ports {
 		fmt.Fprintf(h, "%s/%s/%d/%v;", p.Name, p.Direction, p.Width, p.Signed)
 	}

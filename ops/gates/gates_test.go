@@ -47,6 +47,7 @@ func testVerifier(t testing.TB) *rtl.Verifier {
 	t.Helper()
 	cfg := rtl.DefaultConfig()
 	cfg.TempDir = t.TempDir()
+	cfg.StrengthMutants = 3 // the harness-strength audit of every evolved item, test-sized
 	v, err := rtl.NewVerifier(cfg)
 	if err != nil {
 		t.Fatal(err)
