@@ -33,8 +33,11 @@ static → strength → audit → dedup → difficulty → compose; --order chan
               claims so, leakage (share of the reference's 8-token sequences found
               in the instruction ≤ 20%)
   strength    the parent reference (adapted to the evolved interface) must fail
-              the evolved verifier; simple mutants of the evolved reference must
-              be killed (≥ half of those judged)
+              the evolved verifier; RTL: the harness-strength audit must find no
+              trivial candidate (constant, Z/X, stuck or inverted output) that
+              passes, and kill ≥ strength.min_mutant_kill_rate (0.8) of the
+              mutants of the evolved reference (reason weak_verifier); kernels:
+              simple mutants must be killed (≥ half of those judged)
   audit       the evolved reference compiles and passes its own verifier under
               Icarus, Yosys reads the declared ports, the audit generator accepts
               the instruction
