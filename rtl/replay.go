@@ -179,7 +179,14 @@ func recorderTimescale(stdout string) (string, error) {
 // random suffix, so candidate code cannot name it; the candidate is
 // compiled after the trailing `timescale, the one it would have inherited
 // under the harness.
-func replayDriver(rt *refTrace, dut, timescale, suffix string) (top, driver, stimulus string) {
+//
+// With poll (Verilator) the outputs are not recorded by an always block
+// but strobed after every stimulus state and 1 fs before every sample
+// instant (probe lines in the stimulus file, kind 2): the value settled
+// 1 fs before an instant is the value just before it, which is what
+// compareTraces reads, so an output that changes between stimulus states
+// (a candidate with its own delays) is seen where it is compared.
+func replayDriver(rt *refTrace, dut, timescale, suffix string, poll bool) (top, driver, stimulus string) {
 	top = "crucible_replay_" + suffix
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
@@ -213,6 +220,8 @@ func replayDriver(rt *refTrace, dut, timescale, suffix string) (top, driver, sti
 	w("  reg [63:0] crucible_dt;")
 	if total > 0 {
 		decl("reg", total, "crucible_v")
+	} else if poll {
+		decl("reg", 1, "crucible_v") // probe lines of a design without inputs carry one 0
 	}
 	vfmt := "v %0d " + strings.Join(outF, " ")
 	w("  time crucible_now;")
@@ -221,7 +230,31 @@ func replayDriver(rt *refTrace, dut, timescale, suffix string) (top, driver, sti
 	w("    $fstrobe(crucible_fd, %q, %s);", "v 0 "+strings.Join(outF, " "), strings.Join(outs, ", "))
 	var st strings.Builder
 	last := int64(0)
-	if total > 0 {
+	if poll {
+		events := pollSchedule(rt)
+		w("    crucible_sfd = $fopen(%q, \"r\");", stimulusFile)
+		w("    for (crucible_k = 0; crucible_k < %d; crucible_k = crucible_k + 1) begin", len(events))
+		w("      if ($fscanf(crucible_sfd, \"%%d %%d %%b\\n\", crucible_dt, crucible_nb, crucible_v) != 3) begin")
+		w("        $fwrite(crucible_fd, \"bad stimulus\\n\");")
+		w("        $finish;")
+		w("      end")
+		w("      if (crucible_dt != 0) #(crucible_dt); else if (crucible_nb != 2) #0;")
+		if total > 0 {
+			w("      if (crucible_nb == 1) {%s} <= crucible_v;", strings.Join(ins, ", "))
+			w("      else if (crucible_nb == 0) {%s} = crucible_v;", strings.Join(ins, ", "))
+		}
+		w("      crucible_now = $time;")
+		w("      $fstrobe(crucible_fd, %q, crucible_now, %s);", vfmt, strings.Join(outs, ", "))
+		w("    end")
+		for _, e := range events {
+			v := strings.Join(e.Vals, "")
+			if total == 0 {
+				v = "0"
+			}
+			fmt.Fprintf(&st, "%d %d %s\n", e.T-last, e.Phase, v)
+			last = e.T
+		}
+	} else if total > 0 {
 		w("    crucible_sfd = $fopen(%q, \"r\");", stimulusFile)
 		w("    for (crucible_k = 0; crucible_k < %d; crucible_k = crucible_k + 1) begin", len(rt.States))
 		w("      if ($fscanf(crucible_sfd, \"%%d %%d %%b\\n\", crucible_dt, crucible_nb, crucible_v) != 3) begin")
@@ -245,11 +278,39 @@ func replayDriver(rt *refTrace, dut, timescale, suffix string) (top, driver, sti
 	w("    $fclose(crucible_fd);")
 	w("    $finish;")
 	w("  end")
-	w("  always @(%s) begin", strings.Join(outs, " or "))
-	w("    crucible_now = $time;")
-	w("    $fstrobe(crucible_fd, %q, crucible_now, %s);", vfmt, strings.Join(outs, ", "))
-	w("  end")
+	if !poll {
+		w("  always @(%s) begin", strings.Join(outs, " or "))
+		w("    crucible_now = $time;")
+		w("    $fstrobe(crucible_fd, %q, crucible_now, %s);", vfmt, strings.Join(outs, ", "))
+		w("  end")
+	}
 	w("endmodule")
 	w("`timescale %s", timescale)
 	return top, b.String(), st.String()
+}
+
+// pollSchedule merges the stimulus states with probe events (Phase 2) 1 fs
+// before every sample instant, in time order (a probe after the states of
+// its time). A probe carries the input values in force, so every line of
+// the stimulus file has the same shape; the driver assigns nothing for it.
+func pollSchedule(rt *refTrace) []traceRec {
+	var zero []string
+	for _, w := range rt.InWidths {
+		zero = append(zero, strings.Repeat("x", w))
+	}
+	out := make([]traceRec, 0, len(rt.States)+len(rt.Samples))
+	cur := zero
+	i := 0
+	for _, s := range rt.Samples {
+		p := s - 1
+		if p < 0 {
+			continue
+		}
+		for ; i < len(rt.States) && rt.States[i].T <= p; i++ {
+			out = append(out, rt.States[i])
+			cur = rt.States[i].Vals
+		}
+		out = append(out, traceRec{T: p, Phase: 2, Vals: cur})
+	}
+	return append(out, rt.States[i:]...)
 }

@@ -29,6 +29,11 @@ type simulator interface {
 	RunArgs(top string) []string
 	// FourState reports whether X/Z are simulated (Icarus) or not (Verilator).
 	FourState() bool
+	// PolledReplay says the replay driver must record the candidate's
+	// outputs by polling (after every stimulus and just before every sample
+	// instant) instead of from an always block on them: Verilator 5.006
+	// does not wake such a block when a submodule's register changes.
+	PolledReplay() bool
 }
 
 // ToolInfo is what Toolchains reports for one tool.
@@ -87,8 +92,9 @@ var reIcarusVersion = regexp.MustCompile(`version (\d+)\.(\d+)`)
 // icarus is Icarus Verilog: iverilog compiles to a vvp image, vvp runs it.
 type icarus struct{ extra []string }
 
-func (icarus) Name() string    { return SimIcarus }
-func (icarus) FourState() bool { return true }
+func (icarus) Name() string       { return SimIcarus }
+func (icarus) FourState() bool    { return true }
+func (icarus) PolledReplay() bool { return false }
 func (i icarus) Tools() []engine.Tool {
 	return []engine.Tool{{Name: "iverilog", Version: probeTool("iverilog").Version},
 		{Name: "vvp", Version: probeTool("vvp").Version}}
@@ -125,8 +131,9 @@ func (icarus) RunArgs(string) []string { return []string{"vvp", "-n", "sim.vvp"}
 // only when Config.TrustTwoState is set.
 type verilator struct{ extra []string }
 
-func (verilator) Name() string    { return SimVerilator }
-func (verilator) FourState() bool { return false }
+func (verilator) Name() string       { return SimVerilator }
+func (verilator) FourState() bool    { return false }
+func (verilator) PolledReplay() bool { return true }
 func (verilator) Tools() []engine.Tool {
 	return []engine.Tool{{Name: "verilator", Version: probeTool("verilator").Version}}
 }

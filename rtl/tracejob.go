@@ -76,7 +76,7 @@ func (v *Verifier) replayJob(ctx context.Context, rt *refTrace, timescale, code,
 
 func (v *Verifier) replayCompare(ctx context.Context, rt *refTrace, timescale, code, dut string, budget runBudget) (jobOutcome, traceComparison, error) {
 	none := traceComparison{FirstT: -1}
-	top, driver, stimulus := replayDriver(rt, dut, timescale, newSecret()[:16])
+	top, driver, stimulus := replayDriver(rt, dut, timescale, newSecret()[:16], v.sim.PolledReplay())
 	files := []simFile{{Name: "driver.sv", Text: driver, Compile: true}, {Name: candidateFileName, Text: code, Compile: true},
 		{Name: stimulusFile, Text: stimulus}}
 	r, err := v.runSim(ctx, simSpec{Top: top, Files: files, Budget: budget, ReadBack: []string{replayFile},
