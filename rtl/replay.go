@@ -187,6 +187,15 @@ func recorderTimescale(stdout string) (string, error) {
 // compareTraces reads, so an output that changes between stimulus states
 // (a candidate with its own delays) is seen where it is compared.
 func replayDriver(rt *refTrace, dut, timescale, suffix string, poll bool) (top, driver, stimulus string) {
+	return replayDriverN(rt, []string{dut}, []string{replayFile}, timescale, suffix, poll)
+}
+
+// replayDriverN is replayDriver for several designs side by side: duts[k]
+// is instantiated as crucible_dut<k>, driven by the same input registers,
+// and its outputs are recorded into files[k] in the format of one replay.
+// The harness-strength audit uses it for its own candidates (strength_batch.go);
+// a candidate under judgment always runs alone.
+func replayDriverN(rt *refTrace, duts, files []string, timescale, suffix string, poll bool) (top, driver, stimulus string) {
 	top = "crucible_replay_" + suffix
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
@@ -199,24 +208,31 @@ func replayDriver(rt *refTrace, dut, timescale, suffix string, poll bool) (top, 
 	}
 	w("`timescale 1fs/1fs")
 	w("module %s;", top)
-	var conns, ins, outs, outF []string
+	var inConns, ins, outF []string
 	total := 0
 	for i, p := range rt.In {
 		n := fmt.Sprintf("crucible_i%d", i)
 		decl("reg", rt.InWidths[i], n)
-		conns = append(conns, fmt.Sprintf(".%s(%s)", vIdent(p.Name), n))
+		inConns = append(inConns, fmt.Sprintf(".%s(%s)", vIdent(p.Name), n))
 		ins = append(ins, n)
 		total += rt.InWidths[i]
 	}
-	for i, p := range rt.Out {
-		n := fmt.Sprintf("crucible_o%d", i)
-		decl("wire", rt.OutWidths[i], n)
-		conns = append(conns, fmt.Sprintf(".%s(%s)", vIdent(p.Name), n))
-		outs = append(outs, n)
+	outs := make([][]string, len(duts)) // outs[k]: the output wires of dut k
+	for k, dut := range duts {
+		conns := append([]string(nil), inConns...)
+		for i, p := range rt.Out {
+			n := fmt.Sprintf("crucible_o%d_%d", k, i)
+			decl("wire", rt.OutWidths[i], n)
+			conns = append(conns, fmt.Sprintf(".%s(%s)", vIdent(p.Name), n))
+			outs[k] = append(outs[k], n)
+		}
+		w("  %s crucible_dut%d (%s);", vIdent(dut), k, strings.Join(conns, ", "))
+		w("  integer crucible_fd%d;", k)
+	}
+	for range rt.Out {
 		outF = append(outF, "%b")
 	}
-	w("  %s crucible_dut (%s);", vIdent(dut), strings.Join(conns, ", "))
-	w("  integer crucible_fd, crucible_sfd, crucible_k, crucible_nb;")
+	w("  integer crucible_sfd, crucible_k, crucible_nb;")
 	w("  reg [63:0] crucible_dt;")
 	if total > 0 {
 		decl("reg", total, "crucible_v")
@@ -224,27 +240,37 @@ func replayDriver(rt *refTrace, dut, timescale, suffix string, poll bool) (top, 
 		decl("reg", 1, "crucible_v") // probe lines of a design without inputs carry one 0
 	}
 	vfmt := "v %0d " + strings.Join(outF, " ")
+	each := func(format string, a func(k int) []any) {
+		for k := range duts {
+			w(format, a(k)...)
+		}
+	}
+	badStimulus := func() {
+		w("      if ($fscanf(crucible_sfd, \"%%d %%d %%b\\n\", crucible_dt, crucible_nb, crucible_v) != 3) begin")
+		each("        $fwrite(crucible_fd%d, \"bad stimulus\\n\");", func(k int) []any { return []any{k} })
+		w("        $finish;")
+		w("      end")
+	}
 	w("  time crucible_now;")
 	w("  initial begin")
-	w("    crucible_fd = $fopen(%q, \"w\");", replayFile)
-	w("    $fstrobe(crucible_fd, %q, %s);", "v 0 "+strings.Join(outF, " "), strings.Join(outs, ", "))
+	each("    crucible_fd%d = $fopen(%q, \"w\");", func(k int) []any { return []any{k, files[k]} })
+	each("    $fstrobe(crucible_fd%d, %q, %s);", func(k int) []any {
+		return []any{k, "v 0 " + strings.Join(outF, " "), strings.Join(outs[k], ", ")}
+	})
 	var st strings.Builder
 	last := int64(0)
 	if poll {
 		events := pollSchedule(rt)
 		w("    crucible_sfd = $fopen(%q, \"r\");", stimulusFile)
 		w("    for (crucible_k = 0; crucible_k < %d; crucible_k = crucible_k + 1) begin", len(events))
-		w("      if ($fscanf(crucible_sfd, \"%%d %%d %%b\\n\", crucible_dt, crucible_nb, crucible_v) != 3) begin")
-		w("        $fwrite(crucible_fd, \"bad stimulus\\n\");")
-		w("        $finish;")
-		w("      end")
+		badStimulus()
 		w("      if (crucible_dt != 0) #(crucible_dt); else if (crucible_nb != 2) #0;")
 		if total > 0 {
 			w("      if (crucible_nb == 1) {%s} <= crucible_v;", strings.Join(ins, ", "))
 			w("      else if (crucible_nb == 0) {%s} = crucible_v;", strings.Join(ins, ", "))
 		}
 		w("      crucible_now = $time;")
-		w("      $fstrobe(crucible_fd, %q, crucible_now, %s);", vfmt, strings.Join(outs, ", "))
+		each("      $fstrobe(crucible_fd%d, %q, crucible_now, %s);", func(k int) []any { return []any{k, vfmt, strings.Join(outs[k], ", ")} })
 		w("    end")
 		for _, e := range events {
 			v := strings.Join(e.Vals, "")
@@ -257,10 +283,7 @@ func replayDriver(rt *refTrace, dut, timescale, suffix string, poll bool) (top, 
 	} else if total > 0 {
 		w("    crucible_sfd = $fopen(%q, \"r\");", stimulusFile)
 		w("    for (crucible_k = 0; crucible_k < %d; crucible_k = crucible_k + 1) begin", len(rt.States))
-		w("      if ($fscanf(crucible_sfd, \"%%d %%d %%b\\n\", crucible_dt, crucible_nb, crucible_v) != 3) begin")
-		w("        $fwrite(crucible_fd, \"bad stimulus\\n\");")
-		w("        $finish;")
-		w("      end")
+		badStimulus()
 		w("      if (crucible_dt == 0) #0; else #(crucible_dt);")
 		w("      if (crucible_nb) {%s} <= crucible_v;", strings.Join(ins, ", "))
 		w("      else {%s} = crucible_v;", strings.Join(ins, ", "))
@@ -274,15 +297,17 @@ func replayDriver(rt *refTrace, dut, timescale, suffix string, poll bool) (top, 
 		}
 	}
 	w("    #%d;", rt.End-last)
-	w("    $fwrite(crucible_fd, \"e %%0d\\n\", $time);")
-	w("    $fclose(crucible_fd);")
+	each("    $fwrite(crucible_fd%d, \"e %%0d\\n\", $time);", func(k int) []any { return []any{k} })
+	each("    $fclose(crucible_fd%d);", func(k int) []any { return []any{k} })
 	w("    $finish;")
 	w("  end")
 	if !poll {
-		w("  always @(%s) begin", strings.Join(outs, " or "))
-		w("    crucible_now = $time;")
-		w("    $fstrobe(crucible_fd, %q, crucible_now, %s);", vfmt, strings.Join(outs, ", "))
-		w("  end")
+		for k := range duts {
+			w("  always @(%s) begin", strings.Join(outs[k], " or "))
+			w("    crucible_now = $time;")
+			w("    $fstrobe(crucible_fd%d, %q, crucible_now, %s);", k, vfmt, strings.Join(outs[k], ", "))
+			w("  end")
+		}
 	}
 	w("endmodule")
 	w("`timescale %s", timescale)

@@ -53,7 +53,7 @@ import (
 
 // strengthVersion changes whenever the candidate set or the rules change,
 // so a cached report from an older audit is not reused.
-const strengthVersion = "strength-v1"
+const strengthVersion = "strength-v2" // v2: the batch replay (strength_batch.go)
 
 // Candidate-name prefixes.
 const (
@@ -350,7 +350,7 @@ func (v *Verifier) audit(ctx context.Context, item engine.Item, c Contract) (Str
 	rep.Notes, rep.NothingToMutate = notes, nothing
 	all := append(append([]StrengthCandidate(nil), trivial...), mutants...)
 	rep.Candidates = len(all)
-	evs, err := v.judgeStrength(ctx, item, all)
+	evs, err := v.judgeStrengthBatched(ctx, item, c, all)
 	if err != nil {
 		return StrengthReport{}, err
 	}
@@ -418,6 +418,7 @@ func (v *Verifier) strengthInterface(ctx context.Context, item engine.Item, refC
 // judgeStrength judges the audit candidates through the candidates' path,
 // bounded by the verifier's worker count across every concurrent audit.
 func (v *Verifier) judgeStrength(ctx context.Context, item engine.Item, cands []StrengthCandidate) ([]engine.Evidence, error) {
+	v.strengthInit()
 	out := make([]engine.Evidence, len(cands))
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range cands {
