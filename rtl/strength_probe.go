@@ -28,9 +28,29 @@ func (v *Verifier) probeEquivalence(ctx context.Context, item engine.Item, c Con
 		v.log.Info("rtl: no equivalence probe; counting every passing audit candidate as a survivor", "item", item.ItemID, "err", perr)
 		return eq, "", "", true, nil
 	}
+	// The probe's batch replay settles the candidates it tells apart from
+	// the reference (not equivalent: survivors); the rest are probed alone.
+	var probeKilled []bool
+	if pc, err := ContractFor(probe); err == nil {
+		cands := make([]StrengthCandidate, len(passed))
+		for k, i := range passed {
+			cands[k] = all[i]
+		}
+		killed, ok, err := v.batchKills(ctx, &probe, pc, cands)
+		if err != nil {
+			return nil, "", "", false, err
+		}
+		if ok {
+			probeKilled = killed
+		}
+	}
 	evs := make([]engine.Evidence, len(passed))
 	g, gctx := errgroup.WithContext(ctx)
 	for k, i := range passed {
+		if probeKilled != nil && probeKilled[k] {
+			evs[k] = engine.Evidence{Status: engine.StatusFail, FailureStage: engine.StageMismatch}
+			continue
+		}
 		g.Go(func() error {
 			select {
 			case v.strength.sem <- struct{}{}:
