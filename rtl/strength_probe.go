@@ -70,9 +70,11 @@ func (v *Verifier) probeEquivalence(ctx context.Context, item engine.Item, c Con
 		switch {
 		case ev.Status == engine.StatusPass:
 			eq[k] = true
-		case ev.FailureStage == engine.StageReferenceSelfCheck:
+		case ev.FailureStage == engine.StageReferenceSelfCheck || ev.FailureStage == engine.StageWeakVerifier:
 			// The probe harness does not accept the reference itself (e.g. it
-			// reads X where the task's harness does not look): no probe.
+			// reads X where the task's harness does not look), or its random
+			// stimulus leaves the reference's outputs without information (a
+			// timer it never loads): no probe.
 			return make([]bool, len(passed)), "", "", true, nil
 		case ev.Status == engine.StatusUnjudged:
 			return nil, ev.FailureStage, "equivalence probe of " + all[passed[k]].Name + ": " + ev.Cause, !retryable(ev.FailureStage), nil
