@@ -4,8 +4,6 @@ import (
 	"context"
 	"hash/fnv"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/crucible-data/crucible/engine"
 )
 
@@ -30,40 +28,17 @@ func (v *Verifier) probeEquivalence(ctx context.Context, item engine.Item, c Con
 	}
 	// The probe's batch replay settles the candidates it tells apart from
 	// the reference (not equivalent: survivors); the rest are probed alone.
-	var probeKilled []bool
-	if pc, err := ContractFor(probe); err == nil {
-		cands := make([]StrengthCandidate, len(passed))
-		for k, i := range passed {
-			cands[k] = all[i]
-		}
-		killed, ok, err := v.batchKills(ctx, &probe, pc, cands)
-		if err != nil {
-			return nil, "", "", false, err
-		}
-		if ok {
-			probeKilled = killed
-		}
-	}
-	evs := make([]engine.Evidence, len(passed))
-	g, gctx := errgroup.WithContext(ctx)
+	cands := make([]StrengthCandidate, len(passed))
 	for k, i := range passed {
-		if probeKilled != nil && probeKilled[k] {
-			evs[k] = engine.Evidence{Status: engine.StatusFail, FailureStage: engine.StageMismatch}
-			continue
-		}
-		g.Go(func() error {
-			select {
-			case v.strength.sem <- struct{}{}:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-			defer func() { <-v.strength.sem }()
-			ev, err := v.verifyOne(gctx, &probe, engine.Candidate{ItemID: probe.ItemID, CandidateID: all[i].Name, Code: all[i].Code})
-			evs[k] = ev
-			return err
-		})
+		cands[k] = all[i]
 	}
-	if err := g.Wait(); err != nil {
+	var evs []engine.Evidence
+	if pc, cerr := ContractFor(probe); cerr == nil {
+		evs, err = v.judgeStrengthBatched(ctx, probe, pc, cands)
+	} else {
+		evs, err = v.judgeStrength(ctx, probe, cands)
+	}
+	if err != nil {
 		return nil, "", "", false, err
 	}
 	for k, ev := range evs {
