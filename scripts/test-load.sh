@@ -23,12 +23,23 @@ for _ in 1 2; do
 done
 echo "test-load: ${#busy[@]} busy loops running (pids ${busy[*]}) on $(nproc) cores"
 start=$(date +%s)
-# Left out here, run in the normal pass: TestReportOfDemoBuild (the whole
-# demo build, ~40% of cmd/crucible's time under load); its assertions are
-# that the report equals its shards, recounted in Go and by DuckDB, which no
-# verdict or timing can change. Verdicts under load are asserted by the
-# rtl, gates, kernels and synth tests and the CLI's own build tests here.
-$GO test -count=1 -timeout "$TIMEOUT" -skip '^TestReportOfDemoBuild$' "${load_pkgs[@]}"
+# Left out here, run in the normal pass (named, so that what is not
+# re-run under load is on record):
+# - TestReportOfDemoBuild, the whole demo build: its assertions are that the
+#   report equals its shards, recounted in Go and by DuckDB, which no verdict
+#   or timing can change.
+# - TestKilledBuildResumesToIdenticalOutput: kills at counted crash points,
+#   never by timing, so load cannot change what it tests.
+# - The corpus-scale repeats of verdict paths that smaller tests here take
+#   under load: TestAdmitBundledSeedsEveryOperator (every operator on every
+#   seed; TestEvolveThenAdmit and TestAdmitVerilogEvalSample admit under
+#   load), TestSynthesizeOnTheBundledCorpusMatchesVerifyRTL (ops/synth's tests
+#   synthesize and judge under load) and TestVerilatorBackend (Verilator under load:
+#   TestVerilatorCppStaysInItsBox).
+# TestVerilogEvalSelfCheck stays: its heavy tasks sit near their CPU
+# budgets, the verdicts load is most likely to move.
+skip='^(TestReportOfDemoBuild|TestKilledBuildResumesToIdenticalOutput|TestAdmitBundledSeedsEveryOperator|TestSynthesizeOnTheBundledCorpusMatchesVerifyRTL|TestVerilatorBackend)$'
+$GO test -count=1 -timeout "$TIMEOUT" -skip "$skip" "${load_pkgs[@]}"
 echo "test-load: loaded pass took $(( $(date +%s) - start )) s"
 stop_busy
 
