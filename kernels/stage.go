@@ -52,7 +52,7 @@ func RegisterStages(reg *engine.Registry) {
 }
 
 // ReferenceCandidateID is the candidate id of a reference self-check.
-const ReferenceCandidateID = "reference"
+const ReferenceCandidateID = engine.ReferenceCandidateID
 
 func runStage(ctx context.Context, sc *engine.StageContext, cfg Config, dropUnjudged bool) error {
 	items, err := engine.ReadInputs[engine.Item](sc, "items")

@@ -191,15 +191,10 @@ func (v *Verifier) Verify(ctx context.Context, items map[string]engine.Item, c e
 		return unjudged(ev, engine.StageToolchainMissing, "no-device: "+err.Error())
 	}
 	var o Outcome
-	for attempt := 1; attempt <= v.cfg.MaxAttempts; attempt++ {
-		ev.Attempts = int32(attempt)
+	ev.Attempts, _ = v.retryPolicy().Run(ctx, "kernel verify "+c.ItemID+"/"+c.CandidateID, func(ctx context.Context, _ int) (string, string, error) {
 		o = b.Verify(ctx, t, c)
-		if !engine.IsInfraStage(o.Stage) || o.Stage == engine.StageToolchainMissing || ctx.Err() != nil {
-			break
-		}
-		v.log.Warn("kernel verify: infrastructure failure, retrying", "item", c.ItemID, "candidate", c.CandidateID,
-			"stage", o.Stage, "cause", o.Cause, "attempt", attempt)
-	}
+		return o.Stage, o.Cause, nil
+	})
 	return v.evidence(ev, t, c, o)
 }
 

@@ -84,7 +84,7 @@ func TestInfraStageMapping(t *testing.T) {
 	if fsStage(errors.New("permission denied")) != engine.StageWorkerCrash {
 		t.Error("other I/O errors should be worker_crash")
 	}
-	if !retryable(engine.StageDiskFull) || !retryable(engine.StageWorkerCrash) || retryable(engine.StageToolchainMissing) || retryable(engine.StageMismatch) {
+	if !engine.Transient(engine.StageDiskFull) || !engine.Transient(engine.StageWorkerCrash) || engine.Transient(engine.StageToolchainMissing) || engine.Transient(engine.StageMismatch) {
 		t.Error("retry policy: only worker_crash and disk_full are retried")
 	}
 	// Items that cannot be judged are unjudged with a cause, never fail.

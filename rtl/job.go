@@ -42,12 +42,6 @@ func outcomeFor(stage, cause, log string) jobOutcome {
 	return jobOutcome{Status: engine.StatusFail, Stage: stage, Cause: cause, Log: log}
 }
 
-// retryable infra stages are transient; the others (missing toolchain,
-// corrupt payload, a failing reference) would fail the same way again.
-func retryable(stage string) bool {
-	return stage == engine.StageWorkerCrash || stage == engine.StageDiskFull
-}
-
 func newSecret() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {

@@ -365,7 +365,7 @@ func (v *Verifier) audit(ctx context.Context, item engine.Item, c Contract) (Str
 			passed = append(passed, i)
 		case ev.Status == engine.StatusUnjudged:
 			rep.Stage, rep.Cause = ev.FailureStage, all[i].Name+": "+ev.Cause
-			rep.definitive = rep.definitive && !retryable(ev.FailureStage)
+			rep.definitive = rep.definitive && !engine.Transient(ev.FailureStage)
 		case ev.FailureStage == engine.StageStatic || ev.FailureStage == engine.StageCompile || ev.FailureStage == engine.StageElaborate:
 			t.Invalid = append(t.Invalid, all[i].Name)
 		default:

@@ -52,7 +52,7 @@ func (v *Verifier) probeEquivalence(ctx context.Context, item engine.Item, c Con
 			// timer it never loads): no probe.
 			return make([]bool, len(passed)), "", "", true, nil
 		case ev.Status == engine.StatusUnjudged:
-			return nil, ev.FailureStage, "equivalence probe of " + all[passed[k]].Name + ": " + ev.Cause, !retryable(ev.FailureStage), nil
+			return nil, ev.FailureStage, "equivalence probe of " + all[passed[k]].Name + ": " + ev.Cause, !engine.Transient(ev.FailureStage), nil
 		}
 	}
 	return eq, "", "", true, nil

@@ -228,32 +228,22 @@ func (v *Verifier) judgeCandidate(ctx context.Context, c Contract, ref refResult
 	return o, n + n2, nil
 }
 
-// runWithRetries retries transient infrastructure failures with backoff.
+// runWithRetries runs job under the engine's retry policy (transient
+// infrastructure stages only); an infrastructure outcome left at the end is
+// unjudged.
 func (v *Verifier) runWithRetries(ctx context.Context, job func(context.Context) (jobOutcome, error)) (jobOutcome, int32, error) {
 	var o jobOutcome
-	var n int32
-	for attempt := 0; attempt <= v.cfg.Retries; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return o, n, ctx.Err()
-			case <-time.After(v.cfg.RetryBackoff * time.Duration(attempt)):
-			}
-		}
+	n, err := v.retryPolicy().Run(ctx, "rtl", func(ctx context.Context, _ int) (string, string, error) {
 		var err error
 		o, err = job(ctx)
-		if err != nil {
-			return o, n, err
-		}
-		n++
-		if !retryable(o.Stage) {
-			break
-		}
-		v.log.Warn("rtl: retrying after infrastructure failure", "stage", o.Stage, "cause", o.Cause, "attempt", n)
+		return o.Stage, o.Cause, err
+	})
+	if err != nil {
+		return o, n, err
 	}
 	if engine.IsInfraStage(o.Stage) {
 		o.Status = engine.StatusUnjudged
-		if retryable(o.Stage) {
+		if engine.Transient(o.Stage) {
 			o.Cause = fmt.Sprintf("%s (unresolved after %d attempts)", o.Cause, n)
 		}
 	}
@@ -432,7 +422,7 @@ func (v *Verifier) computeReference(ctx context.Context, item engine.Item, c Con
 		switch {
 		case engine.IsInfraStage(o.Stage):
 			r.Stage, r.Cause = o.Stage, "reference self-check: "+what+o.Cause
-			r.definitive = !retryable(o.Stage)
+			r.definitive = !engine.Transient(o.Stage)
 		default:
 			r.Stage = engine.StageReferenceSelfCheck
 			r.Cause = fmt.Sprintf("reference fails its own harness under %s (%s): %s%s: %s",
@@ -597,7 +587,7 @@ func toolVersions(ts []engine.Tool) string {
 }
 
 // ReferenceCandidateID is the candidate_id of reference self-check rows.
-const ReferenceCandidateID = "reference"
+const ReferenceCandidateID = engine.ReferenceCandidateID
 
 // VerifyReferences runs every item's reference self-check (cached per task
 // and toolchain) and returns one evidence row per item, candidate_id

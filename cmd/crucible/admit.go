@@ -175,15 +175,12 @@ func runAdmit(ctx context.Context, o AdmitOptions) error {
 	if err != nil {
 		return err
 	}
-	env := gates.Env{Verifier: ver, Generator: gen}
-	kv, err := evolve.NewKernelJudge(o.Config.Kernel, cands, nil)
+	judges, err := evolve.NewJudges(ver, o.Config.Kernel, cands, nil)
 	if err != nil {
 		return err
 	}
-	if kv != nil {
-		defer kv.Close()
-		env.Kernel = kv
-	}
+	defer judges.Close()
+	env := gates.Env{Judges: judges, Generator: gen}
 	a, err := gates.New(o.Config.Config, env)
 	if err != nil {
 		return err

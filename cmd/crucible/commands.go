@@ -24,12 +24,3 @@ func commands() []*cobra.Command {
 		newStagesCmd(),
 	}
 }
-
-// newVerifyCmd groups the verifiers: `crucible verify rtl`, `crucible verify kernel`.
-func newVerifyCmd() *cobra.Command {
-	c := &cobra.Command{Use: "verify", Short: "Verify candidates against items and write evidence shards"}
-	for _, sub := range verifyCommands() {
-		c.AddCommand(sub)
-	}
-	return c
-}

@@ -183,17 +183,14 @@ func runEvolve(ctx context.Context, o EvolveOptions) error {
 	if err != nil {
 		return err
 	}
-	e, err := evolve.New(o.Config.Config, gen, ver, nil)
+	judges, err := evolve.NewJudges(ver, o.Config.Kernel, seeds, nil)
 	if err != nil {
 		return err
 	}
-	kv, err := evolve.NewKernelJudge(o.Config.Kernel, seeds, nil)
+	defer judges.Close()
+	e, err := evolve.New(o.Config.Config, gen, judges, nil)
 	if err != nil {
 		return err
-	}
-	if kv != nil {
-		defer kv.Close()
-		e.WithKernelJudge(kv)
 	}
 	res, err := e.Evolve(ctx, seeds)
 	if err != nil {

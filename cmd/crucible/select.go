@@ -26,9 +26,9 @@ type SelectOptions struct {
 	Items    []string
 	Out      string
 	Config   selection.Config
-	// Verifier judges rollouts without a verdict; nil builds the RTL
-	// verifier from RTLWorkers / Simulator unless NoVerify is set.
-	Verifier   selection.Verifier
+	// Judges judge rollouts without a verdict; nil builds the RTL and
+	// kernel judges (RTLWorkers / Simulator) unless NoVerify is set.
+	Judges     *engine.Judges
 	NoVerify   bool
 	RTLWorkers int
 	Simulator  string
@@ -42,8 +42,9 @@ model-relative tables.
 Inputs. --rollouts: JSONL or Parquet rows {task_id, policy, sample_index, round,
 response} with an optional attached verdict {status: pass|fail|unjudged,
 failure_stage, speedup, exploit, feedback}. Rows without a verdict have their
-answer extracted (last fenced block or <answer> tag by default) and are verified
-with the RTL verifier (Icarus) against --items; a response without extractable
+answer extracted (last fenced block or <answer> tag by default) and are judged
+against --items by their item's domain (RTL: Icarus unless --simulator; kernels:
+the kernel verifier, auto backend); a response without extractable
 code is a fail at stage "extract". --items: item JSONL/Parquet files, or stage /
 ingest output directories (their "items" shards).
 
@@ -222,13 +223,12 @@ func runSelect(ctx context.Context, o SelectOptions) error {
 	if err != nil {
 		return err
 	}
-	v := o.Verifier
-	if v == nil && !o.NoVerify {
-		if v, err = newRolloutVerifier(o.Simulator, o.RTLWorkers); err != nil {
-			return err
-		}
+	js := o.Judges
+	if js == nil && !o.NoVerify {
+		js = rolloutJudges(o.Simulator, o.RTLWorkers)
+		defer js.Close()
 	}
-	res, err := selection.Select(ctx, o.Config, rows, selection.Options{Verifier: v, Items: items, RowLabel: label})
+	res, err := selection.Select(ctx, o.Config, rows, selection.Options{Judges: js, Items: items, RowLabel: label})
 	if err != nil {
 		return err
 	}
@@ -263,25 +263,6 @@ func runSelect(ctx context.Context, o SelectOptions) error {
 	}
 	fmt.Fprintf(o.Stdout, "; sampled %d\nshards and manifest: %s\n", r.Sampled, o.Out)
 	return nil
-}
-
-// newRolloutVerifier routes rollouts without a verdict to the RTL verifier
-// by item domain. Kernel rollouts stay unjudged (toolchain_missing) until a
-// kernel verifier is added to the map. The select pipeline stage takes the
-// same value: selection.RegisterStages(reg, selection.WithVerifier(v)).
-func newRolloutVerifier(simulator string, workers int) (selection.Verifier, error) {
-	rc := rtl.DefaultConfig()
-	if simulator != "" {
-		rc.Simulator = simulator
-	}
-	if workers > 0 {
-		rc.Workers = workers
-	}
-	rv, err := rtl.NewVerifier(rc)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", engine.ErrConfig, err)
-	}
-	return selection.DomainVerifiers{engine.DomainRTL: rv}, nil
 }
 
 // shardInputs expands paths: a directory with a manifest stands for its

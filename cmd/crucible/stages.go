@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"sync"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +29,7 @@ func newRegistry() *engine.Registry {
 	dedup.RegisterStages(reg)
 	dedup.RegisterShardStages(reg)
 	decontam.RegisterStages(reg)
-	selection.RegisterStages(reg, selection.WithVerifier(&lazyVerifier{}))
+	selection.RegisterStages(reg, selection.WithJudges(rolloutJudges("", 0)))
 	compose.RegisterStages(reg)
 	pack.RegisterStages(reg)
 	pack.RegisterShardStages(reg)
@@ -41,27 +41,41 @@ func newRegistry() *engine.Registry {
 	return reg
 }
 
-// lazyVerifier builds the verifiers for unverdicted rollouts on first use,
-// so a pipeline without them never probes toolchains.
-type lazyVerifier struct {
-	once sync.Once
-	v    selection.Verifier
-	err  error
-}
-
-func (l *lazyVerifier) Verify(ctx context.Context, items []engine.Item, cands []engine.Candidate) ([]engine.Evidence, error) {
-	l.once.Do(func() {
-		rv, err := rtl.NewVerifier(rtl.DefaultConfig())
-		if err != nil {
-			l.err = err
-			return
+// rolloutJudges judge rollouts that come without a verdict, by their
+// item's domain. Each judge is built on first use, so a run without such
+// rollouts never probes a toolchain. The select stage and `crucible select`
+// take the same set.
+func rolloutJudges(simulator string, workers int) *engine.Judges {
+	rtlJudge := engine.LazyJudge(engine.DomainRTL, func() (engine.Judge, error) {
+		rc := rtl.DefaultConfig()
+		if simulator != "" {
+			rc.Simulator = simulator
 		}
-		l.v = selection.DomainVerifiers{engine.DomainRTL: rv}
+		if workers > 0 {
+			rc.Workers = workers
+		}
+		v, err := rtl.NewVerifier(rc)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", engine.ErrConfig, err)
+		}
+		return v, nil
 	})
-	if l.err != nil {
-		return nil, l.err
+	kernelJudge := engine.LazyJudge(engine.DomainKernel, func() (engine.Judge, error) {
+		kc := kernels.DefaultConfig()
+		if workers > 0 {
+			kc.Workers = workers
+		}
+		v, err := kernels.NewVerifier(kc, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", engine.ErrConfig, err)
+		}
+		return v, nil
+	})
+	js, err := engine.NewJudges(workers, rtlJudge, kernelJudge)
+	if err != nil {
+		panic(err) // two judges of distinct domains cannot clash
 	}
-	return l.v.Verify(ctx, items, cands)
+	return js
 }
 
 // verifyCommands lists `crucible verify` subcommands.

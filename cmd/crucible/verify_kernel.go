@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -90,10 +89,8 @@ func runVerifyKernel(ctx context.Context, o VerifyKernelOptions) error {
 		o.Stdout = os.Stdout
 	}
 	switch {
-	case o.Items == "" || o.Out == "":
-		return fmt.Errorf("%w: --items and --out are required", errUsage)
-	case o.SelfCheck == (o.Candidates != ""):
-		return fmt.Errorf("%w: give exactly one of --candidates and --self-check", errUsage)
+	case verifyArgs(o.Items, o.Out, o.Candidates, o.SelfCheck) != nil:
+		return verifyArgs(o.Items, o.Out, o.Candidates, o.SelfCheck)
 	}
 	if err := o.Config.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -102,32 +99,22 @@ func runVerifyKernel(ctx context.Context, o VerifyKernelOptions) error {
 	if err != nil {
 		return err
 	}
-	byID := make(map[string]engine.Item, len(items))
-	for _, it := range items {
-		byID[it.ItemID] = it
+	cands, candInputs, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
+	if err != nil {
+		return err
 	}
-	var cands []engine.Candidate
-	if o.SelfCheck {
-		for _, it := range items {
-			cands = append(cands, engine.Candidate{ItemID: it.ItemID, CandidateID: kernels.ReferenceCandidateID, Code: it.Reference})
-		}
-	} else {
-		paths, err := shardInputs([]string{o.Candidates}, "candidates")
-		if err != nil {
-			return err
-		}
-		if cands, err = engine.ReadAll[engine.Candidate](paths...); err != nil {
-			return err
-		}
-		inputs = append(inputs, paths...)
-	}
+	inputs = append(inputs, candInputs...)
 	v, err := kernels.NewVerifier(o.Config, slog.Default())
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	defer v.Close()
+	judges, err := engine.NewJudges(o.Config.Workers, v)
+	if err != nil {
+		return err
+	}
+	defer judges.Close()
 	start := time.Now()
-	evs, err := v.VerifyAll(ctx, byID, cands)
+	evs, err := judges.JudgeAll(ctx, engine.ItemsByID(items), cands)
 	if err != nil {
 		return err
 	}
@@ -143,7 +130,8 @@ func runVerifyKernel(ctx context.Context, o VerifyKernelOptions) error {
 	if err := writeEvidenceDir(o.Out, o.Writer, "verify-kernel", "verify_kernel", inputs, evs, counts); err != nil {
 		return err
 	}
-	printVerifyKernelSummary(o.Stdout, evs, len(items), rejected, elapsed, o.Config, o.Out)
+	printVerifySummary(o.Stdout, fmt.Sprintf("verified %d kernel candidates for %d items in %.1fs (backend %s, %d trials x %d reps)",
+		len(evs), len(items), elapsed.Seconds(), o.Config.Backend, o.Config.Trials, o.Config.Reps), evs, items, rejected, o.Out)
 	return nil
 }
 
@@ -166,35 +154,6 @@ func loadKernelItems(ctx context.Context, path string) ([]engine.Item, []string,
 		return items, matches, 0, nil
 	}
 	return loadRTLItems(ctx, path, ingest.PresetItems)
-}
-
-func printVerifyKernelSummary(w io.Writer, evs []engine.Evidence, nItems int, rejected int64, elapsed time.Duration, cfg kernels.Config, out string) {
-	status := map[string]int{}
-	stages := map[string]int{}
-	for _, ev := range evs {
-		status[ev.Status]++
-		if ev.FailureStage != "" {
-			stages[ev.Status+"/"+ev.FailureStage]++
-		}
-	}
-	fmt.Fprintf(w, "verified %d kernel candidates for %d items in %.1fs (backend %s, %d trials x %d reps)\n",
-		len(evs), nItems, elapsed.Seconds(), cfg.Backend, cfg.Trials, cfg.Reps)
-	if rejected > 0 {
-		fmt.Fprintf(w, "  %d item rows were rejected by validation\n", rejected)
-	}
-	for _, s := range []string{engine.StatusPass, engine.StatusFail, engine.StatusUnjudged} {
-		fmt.Fprintf(w, "  %-9s %d\n", s, status[s])
-	}
-	keys := make([]string, 0, len(stages))
-	for k := range stages {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		st, stage, _ := strings.Cut(k, "/")
-		fmt.Fprintf(w, "  %-9s %-22s %d\n", st, stage, stages[k])
-	}
-	fmt.Fprintf(w, "evidence and manifest: %s\n", filepath.Clean(out))
 }
 
 // kernelDoctorChecks reports each kernel backend for `crucible doctor`

@@ -5,15 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/engine/ingest"
+	"github.com/crucible-data/crucible/kernels"
 	"github.com/crucible-data/crucible/rtl"
 )
 
@@ -101,10 +99,8 @@ func runVerifyRTL(ctx context.Context, o VerifyRTLOptions) error {
 		o.Stdout = os.Stdout
 	}
 	switch {
-	case o.Items == "" || o.Out == "":
-		return fmt.Errorf("%w: --items and --out are required", errUsage)
-	case o.SelfCheck == (o.Candidates != ""):
-		return fmt.Errorf("%w: give exactly one of --candidates and --self-check", errUsage)
+	case verifyArgs(o.Items, o.Out, o.Candidates, o.SelfCheck) != nil:
+		return verifyArgs(o.Items, o.Out, o.Candidates, o.SelfCheck)
 	case o.Preset != ingest.PresetItems && o.Preset != ingest.PresetVerilogEval:
 		return fmt.Errorf("%w: --preset %q (want items or verilog-eval)", errUsage, o.Preset)
 	}
@@ -127,35 +123,18 @@ func runVerifyRTL(ctx context.Context, o VerifyRTLOptions) error {
 		fmt.Fprintf(o.Stdout, "skipped %d non-RTL items (verify them with `crucible verify kernel`)\n", skipped)
 	}
 	items = rtlItems
-	var cands []engine.Candidate
-	if o.SelfCheck {
-		for _, it := range items {
-			code := it.Reference
-			if c, err := rtl.ContractFor(it); err == nil {
-				if rc, err := c.ReferenceCandidate(); err == nil {
-					code = rc
-				}
-			}
-			// An item whose reference cannot be put in candidate form still
-			// gets its row: its self-check reports the reference unjudged.
-			cands = append(cands, engine.Candidate{ItemID: it.ItemID, CandidateID: rtl.ReferenceCandidateID, Code: code})
-		}
-	} else {
-		paths, err := shardInputs([]string{o.Candidates}, "candidates")
-		if err != nil {
-			return err
-		}
-		if cands, err = engine.ReadAll[engine.Candidate](paths...); err != nil {
-			return err
-		}
-		inputs = append(inputs, paths...)
+	cands, candInputs, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
+	if err != nil {
+		return err
 	}
-	v, err := rtl.NewVerifier(o.Config)
+	inputs = append(inputs, candInputs...)
+	judges, err := judgesFor(items, o.Config.Workers, o.Config, kernels.DefaultConfig())
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	defer judges.Close()
 	start := time.Now()
-	evs, err := v.Verify(ctx, items, cands)
+	evs, err := judges.JudgeAll(ctx, engine.ItemsByID(items), cands)
 	if err != nil {
 		return err
 	}
@@ -164,7 +143,8 @@ func runVerifyRTL(ctx context.Context, o VerifyRTLOptions) error {
 	if err := writeEvidenceDir(o.Out, o.Writer, "verify-rtl", "verify_rtl", inputs, evs, counts); err != nil {
 		return err
 	}
-	printVerifyRTLSummary(o.Stdout, evs, len(items), rejected, elapsed, o.Config, o.Out)
+	printVerifySummary(o.Stdout, fmt.Sprintf("verified %d candidates for %d items in %.1fs (%s, %d workers)",
+		len(evs), len(items), elapsed.Seconds(), o.Config.Simulator, o.Config.Workers), evs, items, rejected, o.Out)
 	return nil
 }
 
@@ -197,32 +177,4 @@ func loadRTLItems(ctx context.Context, path, preset string) ([]engine.Item, []st
 		return nil, nil, 0, err
 	}
 	return items, []string{path}, rejected, nil
-}
-
-func printVerifyRTLSummary(w io.Writer, evs []engine.Evidence, nItems int, rejected int64, elapsed time.Duration, cfg rtl.Config, out string) {
-	status := map[string]int{}
-	stages := map[string]int{}
-	for _, ev := range evs {
-		status[ev.Status]++
-		if ev.FailureStage != "" {
-			stages[ev.Status+"/"+ev.FailureStage]++
-		}
-	}
-	fmt.Fprintf(w, "verified %d candidates for %d items in %.1fs (%s, %d workers)\n", len(evs), nItems, elapsed.Seconds(), cfg.Simulator, cfg.Workers)
-	if rejected > 0 {
-		fmt.Fprintf(w, "  %d item rows were rejected by validation\n", rejected)
-	}
-	for _, s := range []string{engine.StatusPass, engine.StatusFail, engine.StatusUnjudged} {
-		fmt.Fprintf(w, "  %-9s %d\n", s, status[s])
-	}
-	keys := make([]string, 0, len(stages))
-	for k := range stages {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		st, stage, _ := strings.Cut(k, "/")
-		fmt.Fprintf(w, "  %-9s %-22s %d\n", st, stage, stages[k])
-	}
-	fmt.Fprintf(w, "evidence and manifest: %s\n", filepath.Clean(out))
 }

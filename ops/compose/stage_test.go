@@ -17,17 +17,19 @@ import (
 
 // markerVerifier judges by a marker in the code; it stands in for the RTL
 // verifier behind selection.Verifier only.
-type markerVerifier struct{}
-
-func (markerVerifier) Verify(_ context.Context, items []engine.Item, cands []engine.Candidate) ([]engine.Evidence, error) {
-	out := make([]engine.Evidence, len(cands))
-	for i, c := range cands {
-		out[i] = engine.Evidence{ItemID: c.ItemID, CandidateID: c.CandidateID, Status: engine.StatusFail, FailureStage: engine.StageMismatch}
+// markerJudge passes RTL candidates whose code holds GOOD.
+func markerJudge() *engine.Judges {
+	js, err := engine.NewJudges(2, engine.JudgeFunc(engine.DomainRTL, func(_ context.Context, _ engine.Item, c engine.Candidate) (engine.Evidence, error) {
+		ev := engine.Evidence{ItemID: c.ItemID, CandidateID: c.CandidateID, Status: engine.StatusFail, FailureStage: engine.StageMismatch}
 		if strings.Contains(c.Code, "GOOD") {
-			out[i].Status, out[i].FailureStage = engine.StatusPass, ""
+			ev.Status, ev.FailureStage = engine.StatusPass, ""
 		}
+		return ev, nil
+	}))
+	if err != nil {
+		panic(err)
 	}
-	return out, nil
+	return js
 }
 
 func writeJSONL(t *testing.T, path string, rows any) {
@@ -128,7 +130,7 @@ stages:
 			return w.Write(rows...)
 		}), nil
 	}, "test source")
-	selection.RegisterStages(reg, selection.WithVerifier(markerVerifier{}))
+	selection.RegisterStages(reg, selection.WithJudges(markerJudge()))
 	compose.RegisterStages(reg)
 	cfg, err := engine.LoadPipeline(filepath.Join(dir, "pipeline.yaml"), reg)
 	if err != nil {

@@ -115,29 +115,19 @@ type Result struct {
 
 // Evolver derives candidate items from seeds.
 type Evolver struct {
-	cfg  Config
-	gen  textgen.Generator
-	ver  *rtl.Verifier
-	kern KernelJudge
-	log  *slog.Logger
-	ops  []Operator
-	kops []KernelOperator
+	cfg Config
+	gen textgen.Generator
+	// judges self-check seed references (RTL required when
+	// VerifyReferences is on; kernel seeds without a kernel judge are
+	// skipped until verified elsewhere).
+	judges *engine.Judges
+	log    *slog.Logger
+	ops    []Operator
+	kops   []KernelOperator
 }
 
-// KernelJudge is the kernel verifier's batch API (kernels.Verifier has it).
-type KernelJudge interface {
-	VerifyAll(ctx context.Context, items map[string]engine.Item, cands []engine.Candidate) ([]engine.Evidence, error)
-}
-
-// WithKernelJudge lets the evolver self-check kernel references; without
-// one, kernel seeds whose reference is not verified yet are skipped.
-func (e *Evolver) WithKernelJudge(k KernelJudge) *Evolver {
-	e.kern = k
-	return e
-}
-
-// New builds an Evolver. ver may be nil when VerifyReferences is off.
-func New(cfg Config, gen textgen.Generator, ver *rtl.Verifier, log *slog.Logger) (*Evolver, error) {
+// New builds an Evolver. judges may be nil when VerifyReferences is off.
+func New(cfg Config, gen textgen.Generator, judges *engine.Judges, log *slog.Logger) (*Evolver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -150,7 +140,7 @@ func New(cfg Config, gen textgen.Generator, ver *rtl.Verifier, log *slog.Logger)
 	if cfg.Workers == 0 {
 		cfg.Workers = runtime.NumCPU()
 	}
-	e := &Evolver{cfg: cfg, gen: gen, ver: ver, log: log}
+	e := &Evolver{cfg: cfg, gen: gen, judges: judges, log: log}
 	for _, n := range cfg.Operators {
 		op, _ := OperatorByName(n)
 		e.ops = append(e.ops, op)
@@ -213,16 +203,21 @@ func (e *Evolver) Evolve(ctx context.Context, seeds []engine.Item) (*Result, err
 	return res, nil
 }
 
-// verifyReferences self-checks RTL references that are not verified yet and
-// sets reference_status on the seeds (in place).
+// verifyReferences self-checks the references that are not verified yet
+// through the run's judges and sets reference_status on the seeds (in
+// place). RTL seeds need an RTL judge; kernel seeds without a kernel judge
+// keep their status (the gates reject an unverified reference).
 func (e *Evolver) verifyReferences(ctx context.Context, seeds []engine.Item) error {
-	if err := e.verifyKernelReferences(ctx, seeds); err != nil {
-		return err
-	}
 	var idx []int
 	var todo []engine.Item
 	for i, s := range seeds {
-		if s.Domain == engine.DomainRTL && strings.TrimSpace(s.Reference) != "" && s.ReferenceStatus != engine.RefVerified {
+		if strings.TrimSpace(s.Reference) == "" || s.ReferenceStatus == engine.RefVerified {
+			continue
+		}
+		switch {
+		case s.Domain == engine.DomainRTL && e.judges.For(engine.DomainRTL) == nil:
+			return fmt.Errorf("%w: verify_references is on but no RTL verifier was given", ErrConfig)
+		case s.Domain == engine.DomainRTL, s.Domain == engine.DomainKernel && e.judges.For(engine.DomainKernel) != nil:
 			idx = append(idx, i)
 			todo = append(todo, s)
 		}
@@ -230,58 +225,12 @@ func (e *Evolver) verifyReferences(ctx context.Context, seeds []engine.Item) err
 	if len(todo) == 0 {
 		return nil
 	}
-	if e.ver == nil {
-		return fmt.Errorf("%w: verify_references is on but no RTL verifier was given", ErrConfig)
-	}
-	evs, err := e.ver.VerifyReferences(ctx, todo)
+	evs, err := e.judges.SelfCheckAll(ctx, todo)
 	if err != nil {
 		return err
 	}
 	for k, ev := range evs {
-		switch {
-		case ev.Status == engine.StatusPass:
-			seeds[idx[k]].ReferenceStatus = engine.RefVerified
-		case ev.FailureStage == engine.StageReferenceSelfCheck:
-			seeds[idx[k]].ReferenceStatus = engine.RefFailed
-		default:
-			seeds[idx[k]].ReferenceStatus = engine.RefUnjudged
-		}
-	}
-	return nil
-}
-
-// verifyKernelReferences runs each unverified kernel reference as its own
-// candidate through the kernel judge, when one is configured.
-func (e *Evolver) verifyKernelReferences(ctx context.Context, seeds []engine.Item) error {
-	if e.kern == nil {
-		return nil
-	}
-	byID := map[string]engine.Item{}
-	var idx []int
-	var cands []engine.Candidate
-	for i, s := range seeds {
-		if s.Domain == engine.DomainKernel && strings.TrimSpace(s.Reference) != "" && s.ReferenceStatus != engine.RefVerified {
-			byID[s.ItemID] = s
-			idx = append(idx, i)
-			cands = append(cands, engine.Candidate{ItemID: s.ItemID, CandidateID: "reference", Code: s.Reference})
-		}
-	}
-	if len(cands) == 0 {
-		return nil
-	}
-	evs, err := e.kern.VerifyAll(ctx, byID, cands)
-	if err != nil {
-		return err
-	}
-	for k, ev := range evs {
-		switch ev.Status {
-		case engine.StatusPass:
-			seeds[idx[k]].ReferenceStatus = engine.RefVerified
-		case engine.StatusFail:
-			seeds[idx[k]].ReferenceStatus = engine.RefFailed
-		default:
-			seeds[idx[k]].ReferenceStatus = engine.RefUnjudged
-		}
+		seeds[idx[k]].ReferenceStatus = engine.ReferenceStatusOf(ev)
 	}
 	return nil
 }

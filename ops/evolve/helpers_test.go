@@ -44,3 +44,13 @@ func testVerifier(t testing.TB) *rtl.Verifier {
 	}
 	return v
 }
+
+// judgesOf is the set of the given judges.
+func judgesOf(t testing.TB, js ...engine.Judge) *engine.Judges {
+	t.Helper()
+	s, err := engine.NewJudges(0, js...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

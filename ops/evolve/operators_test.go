@@ -206,7 +206,7 @@ func TestRoutingAndLineage(t *testing.T) {
 	pick = append(pick, specOnly, broken, kernel, derived)
 	cfg := DefaultConfig()
 	cfg.Operators = []string{"counter_modulus"}
-	e, err := New(cfg, nil, testVerifier(t), nil)
+	e, err := New(cfg, nil, judgesOf(t, testVerifier(t)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

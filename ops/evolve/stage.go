@@ -47,13 +47,24 @@ func HasDomain(items []engine.Item, domain string) bool {
 	return false
 }
 
-// NewKernelJudge builds the kernel verifier when items need one (nil, nil
-// otherwise); the caller closes it.
-func NewKernelJudge(cfg kernels.Config, items []engine.Item, log *slog.Logger) (*kernels.Verifier, error) {
-	if !HasDomain(items, engine.DomainKernel) {
-		return nil, nil
+// NewJudges is the set a stage judges with: the RTL verifier rv (nil:
+// none) and, when items hold kernel tasks, a kernel verifier built from
+// kcfg. The caller closes the set.
+func NewJudges(rv *rtl.Verifier, kcfg kernels.Config, items []engine.Item, log *slog.Logger) (*engine.Judges, error) {
+	var js []engine.Judge
+	workers := 0
+	if rv != nil {
+		js = append(js, rv)
+		workers = rv.Config().Workers
 	}
-	return kernels.NewVerifier(cfg, log)
+	if HasDomain(items, engine.DomainKernel) {
+		kv, err := kernels.NewVerifier(kcfg, log)
+		if err != nil {
+			return nil, err
+		}
+		js = append(js, kv)
+	}
+	return engine.NewJudges(workers, js...)
 }
 
 // NewGenerator builds the configured generator; sink receives the chat log.
@@ -117,17 +128,14 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 	if err != nil {
 		return err
 	}
-	e, err := New(sc.Config, gen, ver, st.Log)
+	judges, err := NewJudges(ver, sc.Kernel, seeds, st.Log)
 	if err != nil {
 		return err
 	}
-	kv, err := NewKernelJudge(sc.Kernel, seeds, st.Log)
+	defer judges.Close()
+	e, err := New(sc.Config, gen, judges, st.Log)
 	if err != nil {
 		return err
-	}
-	if kv != nil {
-		defer kv.Close()
-		e.WithKernelJudge(kv)
 	}
 	p := st.Progress(int64(len(seeds)))
 	res, err := e.Evolve(ctx, seeds)

@@ -46,7 +46,7 @@ func (g *auditGate) Check(ctx context.Context, cands []*Candidate) error {
 	if len(items) == 0 {
 		return nil
 	}
-	evs, err := g.env.Verifier.VerifyReferences(ctx, items)
+	evs, err := g.env.Judges.SelfCheckAll(ctx, items)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (g *auditGate) Check(ctx context.Context, cands []*Candidate) error {
 		c := idx[k]
 		if ev.Status == engine.StatusPass {
 			// The reference's evidence carries its verifier's strength.
-			ev.Measurements = append(ev.Measurements, strengthOf(ctx, g.env.Verifier, items[k]).Measurements()...)
+			ev.Measurements = append(ev.Measurements, strengthOf(ctx, g.env.rtlAuditor(), items[k]).Measurements()...)
 		}
 		c.addEvidence(ev)
 		switch {
@@ -73,7 +73,7 @@ func (g *auditGate) Check(ctx context.Context, cands []*Candidate) error {
 		}
 	}
 	g2, gctx := errgroup.WithContext(ctx)
-	g2.SetLimit(g.env.Verifier.Config().Workers)
+	g2.SetLimit(g.env.Judges.Workers())
 	for _, c := range passed {
 		g2.Go(func() error { return g.contract(gctx, c) })
 	}
@@ -89,7 +89,7 @@ func (g *auditGate) checkKernels(ctx context.Context, cands []*Candidate) error 
 	if len(cands) == 0 {
 		return nil
 	}
-	if g.env.Kernel == nil {
+	if g.env.Judges.For(engine.DomainKernel) == nil {
 		for _, c := range cands {
 			c.reject(GateAudit, ReasonUnjudged, "no kernel verifier configured")
 		}
@@ -99,10 +99,10 @@ func (g *auditGate) checkKernels(ctx context.Context, cands []*Candidate) error 
 	runs := make([]engine.Candidate, len(cands))
 	for i, c := range cands {
 		items[c.Item.ItemID] = c.Item
-		runs[i] = engine.Candidate{ItemID: c.Item.ItemID, CandidateID: rtl.ReferenceCandidateID, Code: c.Item.Reference}
+		runs[i] = engine.Candidate{ItemID: c.Item.ItemID, CandidateID: engine.ReferenceCandidateID, Code: c.Item.Reference}
 	}
 	start := time.Now()
-	evs, err := g.env.Kernel.VerifyAll(ctx, items, runs)
+	evs, err := g.env.Judges.JudgeAll(ctx, items, runs)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func TestInstructionFirstWithChatGenerator(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := testVerifier(t)
-	e, err := evolve.New(evolve.DefaultConfig(), chat, v, nil)
+	e, err := evolve.New(evolve.DefaultConfig(), chat, judgesOf(t, v), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestInstructionFirstWithChatGenerator(t *testing.T) {
 	if c.Route != engine.RouteInstructionFirst || c.Operator != evolve.OpReword || !strings.Contains(c.Reference, "module RefModule") || strings.Contains(c.Reference, "```") {
 		t.Fatalf("candidate: route %s op %s reference %q", c.Route, c.Operator, c.Reference)
 	}
-	a, err := New(DefaultConfig(), Env{Verifier: v, Generator: chat})
+	a, err := New(DefaultConfig(), Env{Judges: judgesOf(t, v), Generator: chat})
 	if err != nil {
 		t.Fatal(err)
 	}

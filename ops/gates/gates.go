@@ -28,7 +28,6 @@ import (
 	"log/slog"
 
 	"github.com/crucible-data/crucible/engine"
-	"github.com/crucible-data/crucible/ops/evolve"
 	"github.com/crucible-data/crucible/ops/evolve/textgen"
 	"github.com/crucible-data/crucible/rtl"
 )
@@ -115,12 +114,12 @@ type Gate interface {
 	Check(ctx context.Context, cands []*Candidate) error
 }
 
-// Env is what gates share: the RTL verifier (its reference self-check
-// cache is shared by the strength and audit gates), the audit generator and
-// a logger.
+// Env is what gates share: the run's judges (the RTL judge is required by
+// the strength and audit gates, and its reference self-check cache is
+// shared by them; without a kernel judge kernel items are rejected
+// unjudged), the audit generator and a logger.
 type Env struct {
-	Verifier  *rtl.Verifier
-	Kernel    evolve.KernelJudge // kernel verifier (kernels.Verifier); nil: kernel items are rejected unjudged
+	Judges    *engine.Judges
 	Generator textgen.Generator
 	Log       *slog.Logger
 	Stage     string // stage name written into rejections ("admit")
@@ -212,8 +211,8 @@ func New(cfg Config, env Env) (*Admitter, error) {
 			a.gates = append(a.gates, &composeGate{cfg.Compose})
 		}
 	}
-	if a.needsVerifier() && env.Verifier == nil {
-		return nil, fmt.Errorf("%w: the strength and audit gates need an RTL verifier", ErrConfig)
+	if a.needsVerifier() && env.rtlAuditor() == nil {
+		return nil, fmt.Errorf("%w: the strength and audit gates need an RTL judge with a harness-strength audit", ErrConfig)
 	}
 	return a, nil
 }
@@ -283,4 +282,17 @@ func (a *Admitter) Admit(ctx context.Context, parents, cands []engine.Item) (*Re
 	}
 	res.Yield = BuildYield(all)
 	return res, nil
+}
+
+// harnessAuditor is the RTL judge's harness-strength audit
+// (rtl.Verifier.Strength), which the strength gate reads against its
+// thresholds and the audit gate records on the reference's evidence.
+type harnessAuditor interface {
+	Strength(ctx context.Context, item engine.Item) (rtl.StrengthReport, error)
+}
+
+// rtlAuditor is the RTL judge's audit; nil when there is no RTL judge.
+func (e Env) rtlAuditor() harnessAuditor {
+	a, _ := e.Judges.For(engine.DomainRTL).(harnessAuditor)
+	return a
 }

@@ -55,6 +55,16 @@ func testVerifier(t testing.TB) *rtl.Verifier {
 	return v
 }
 
+// judgesOf is the set of the given judges.
+func judgesOf(t testing.TB, js ...engine.Judge) *engine.Judges {
+	t.Helper()
+	s, err := engine.NewJudges(0, js...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // evolveAndAdmit runs both halves with test-sized settings.
 func evolveAndAdmit(t *testing.T, seeds []engine.Item, ops []string, mod func(*Config)) (*evolve.Result, *Result) {
 	t.Helper()
@@ -66,7 +76,7 @@ func evolveAndAdmit(t *testing.T, seeds []engine.Item, ops []string, mod func(*C
 	if ops == nil {
 		ecfg.Operators = evolve.DefaultOperatorNames()
 	}
-	e, err := evolve.New(ecfg, nil, v, nil)
+	e, err := evolve.New(ecfg, nil, judgesOf(t, v), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +92,7 @@ func evolveAndAdmit(t *testing.T, seeds []engine.Item, ops []string, mod func(*C
 	// Issue 16.9: the progress the gates report adds up to the candidates,
 	// so the admit bar's total never jumps.
 	var settled int64
-	a, err := New(gcfg, Env{Verifier: v, GateDone: func(_ string, n int64) { settled += n }})
+	a, err := New(gcfg, Env{Judges: judgesOf(t, v), GateDone: func(_ string, n int64) { settled += n }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +216,7 @@ func TestLeakAndBrokenReference(t *testing.T) {
 	v := testVerifier(t)
 	ecfg := evolve.DefaultConfig()
 	ecfg.Operators, ecfg.SolutionFirst = []string{"counter_modulus", "arith_swap", "reset_polarity"}, false
-	e, err := evolve.New(ecfg, nil, v, nil)
+	e, err := evolve.New(ecfg, nil, judgesOf(t, v), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +230,7 @@ func TestLeakAndBrokenReference(t *testing.T) {
 	cands[0].Instruction += "\n\nHint:\n```verilog\n" + cands[0].Reference + "\n```\n"
 	// 1: the reference no longer compiles (a statement loses its ';').
 	cands[1].Reference = strings.Replace(cands[1].Reference, "4'd0;", "4'd0", 1)
-	a, err := New(DefaultConfig(), Env{Verifier: v})
+	a, err := New(DefaultConfig(), Env{Judges: judgesOf(t, v)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +255,7 @@ func TestLeakAndBrokenReference(t *testing.T) {
 	// Without an audit gate the broken reference is still not admitted.
 	cfg := DefaultConfig()
 	cfg.Order = []string{GateStatic, GateStrength}
-	a2, _ := New(cfg, Env{Verifier: v})
+	a2, _ := New(cfg, Env{Judges: judgesOf(t, v)})
 	res2, err := a2.Admit(ctx, seeds, cands[1:2])
 	if err != nil || len(res2.Admitted) != 0 || len(res2.Rejections) != 1 || res2.Rejections[0].Reason != ReasonUnjudged {
 		t.Errorf("no-audit order: err %v admitted %d rejections %+v", err, len(res2.Admitted), res2.Rejections)

@@ -47,18 +47,17 @@ func TestKernelOperators(t *testing.T) {
 	}
 	kv := fastKernelVerifier(t)
 	ecfg := evolve.DefaultConfig()
-	e, err := evolve.New(ecfg, nil, testVerifier(t), nil)
+	e, err := evolve.New(ecfg, nil, judgesOf(t, testVerifier(t), kv), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.WithKernelJudge(kv)
 	ctx := context.Background()
 	er, err := e.Evolve(ctx, seeds)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("evolve counts %v skipped %v", er.Counts, er.Skipped)
-	a, err := New(DefaultConfig(), Env{Verifier: testVerifier(t), Kernel: kv})
+	a, err := New(DefaultConfig(), Env{Judges: judgesOf(t, testVerifier(t), kv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +76,7 @@ func TestKernelOperators(t *testing.T) {
 		}
 	}
 	// Without a kernel verifier nothing kernel-side is admitted: unjudged.
-	a2, _ := New(DefaultConfig(), Env{Verifier: testVerifier(t)})
+	a2, _ := New(DefaultConfig(), Env{Judges: judgesOf(t, testVerifier(t))})
 	res2, err := a2.Admit(ctx, seeds, er.Candidates)
 	if err != nil {
 		t.Fatal(err)

@@ -98,15 +98,12 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 	if err != nil {
 		return err
 	}
-	env := Env{Verifier: ver, Generator: gen, Log: st.Log, Stage: st.Name}
-	kv, err := evolve.NewKernelJudge(sc.Kernel, cands, st.Log)
+	judges, err := evolve.NewJudges(ver, sc.Kernel, cands, st.Log)
 	if err != nil {
 		return err
 	}
-	if kv != nil {
-		defer kv.Close()
-		env.Kernel = kv
-	}
+	defer judges.Close()
+	env := Env{Judges: judges, Generator: gen, Log: st.Log, Stage: st.Name}
 	// Progress counts candidates settled (rejected by a gate, or through
 	// all of them): the total is the candidates and never moves.
 	p := st.Progress(int64(len(cands)))

@@ -115,7 +115,7 @@ func (g *strengthGate) Check(ctx context.Context, cands []*Candidate) error {
 	if len(runs) == 0 {
 		return nil
 	}
-	evs, err := g.env.Verifier.Verify(ctx, items, runs)
+	evs, err := g.env.Judges.JudgeAll(ctx, engine.ItemsByID(items), runs)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (g *strengthGate) checkKernels(ctx context.Context, cands []*Candidate) err
 	if len(cands) == 0 {
 		return nil
 	}
-	if g.env.Kernel == nil {
+	if g.env.Judges.For(engine.DomainKernel) == nil {
 		for _, c := range cands {
 			c.reject(GateStrength, ReasonUnjudged, "no kernel verifier configured")
 		}
@@ -170,7 +170,7 @@ func (g *strengthGate) checkKernels(ctx context.Context, cands []*Candidate) err
 		return nil
 	}
 	start := time.Now()
-	evs, err := g.env.Kernel.VerifyAll(ctx, items, runs)
+	evs, err := g.env.Judges.JudgeAll(ctx, items, runs)
 	if err != nil {
 		return err
 	}

@@ -59,10 +59,10 @@ func evolveMutants(ref, dut string, iface engine.Interface, max int) []rtl.Stren
 func (g *strengthGate) auditRTL(ctx context.Context, cands []*Candidate) error {
 	reps := make([]rtl.StrengthReport, len(cands))
 	eg, gctx := errgroup.WithContext(ctx)
-	eg.SetLimit(g.env.Verifier.Config().Workers)
+	eg.SetLimit(g.env.Judges.Workers())
 	for i, c := range cands {
 		eg.Go(func() error {
-			r, err := g.env.Verifier.Strength(gctx, c.Item)
+			r, err := g.env.rtlAuditor().Strength(gctx, c.Item)
 			reps[i] = r
 			return err
 		})
@@ -110,7 +110,7 @@ func strengthVerdict(rep rtl.StrengthReport, cfg StrengthConfig) (reason, detail
 
 // strengthOf is the (cached) audit of an RTL item for the audit gate's
 // reference evidence; the zero report when the audit cannot be read.
-func strengthOf(ctx context.Context, v *rtl.Verifier, it engine.Item) rtl.StrengthReport {
+func strengthOf(ctx context.Context, v harnessAuditor, it engine.Item) rtl.StrengthReport {
 	r, err := v.Strength(ctx, it)
 	if err != nil {
 		return rtl.StrengthReport{}

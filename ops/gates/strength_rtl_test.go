@@ -49,7 +49,7 @@ func TestStrengthGateRejectsWeakVerifier(t *testing.T) {
 	strong.ItemID, strong.ParentID, strong.Route = strong.ItemID+"~respecify", strong.ItemID, engine.RouteSolutionFirst
 	cfg := DefaultConfig()
 	cfg.Order = []string{GateStrength}
-	a, err := New(cfg, Env{Verifier: testVerifier(t)})
+	a, err := New(cfg, Env{Judges: judgesOf(t, testVerifier(t))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,14 +9,6 @@ import (
 	"github.com/crucible-data/crucible/engine"
 )
 
-// Verifier judges candidates against their items. items[i] is the task of
-// cands[i]; it returns one evidence record per candidate, in order. A
-// candidate's failure is a verdict in its record; the error is reserved for
-// failures of the whole call (cancelled context, unusable toolchain).
-type Verifier interface {
-	Verify(ctx context.Context, items []engine.Item, cands []engine.Candidate) ([]engine.Evidence, error)
-}
-
 // Judged is one usable rollout with its verdict.
 type Judged struct {
 	Rollout  Rollout
@@ -33,9 +25,10 @@ func (j *Judged) Unjudged() bool { return j.Evidence.Status == engine.StatusUnju
 // JudgeOptions configures Judge.
 type JudgeOptions struct {
 	Extractor *Extractor
-	// Verifier judges rollouts without an attached verdict. Nil makes them
-	// unjudged at stage toolchain_missing: no verdict is better than a guess.
-	Verifier Verifier
+	// Judges judge rollouts without an attached verdict, routed by their
+	// item's domain. Nil makes them unjudged at stage toolchain_missing: no
+	// verdict is better than a guess.
+	Judges *engine.Judges
 	// Items maps task_id to its item. Rollouts of tasks missing here are
 	// rejected when they need verification, or when RequireItems is set.
 	Items        map[string]engine.Item
@@ -120,7 +113,7 @@ func Judge(ctx context.Context, rows []Rollout, opt JudgeOptions) ([]Judged, []e
 }
 
 func verifyQueued(ctx context.Context, out []Judged, queue []int, opt JudgeOptions, batch int) error {
-	if opt.Verifier == nil {
+	if opt.Judges == nil {
 		for _, k := range queue {
 			r := &out[k].Rollout
 			out[k].Evidence = engine.Evidence{ItemID: r.TaskID, CandidateID: r.CandidateID(),
@@ -134,19 +127,14 @@ func verifyQueued(ctx context.Context, out []Judged, queue []int, opt JudgeOptio
 			return err
 		}
 		end := min(start+batch, len(queue))
-		items := make([]engine.Item, 0, end-start)
 		cands := make([]engine.Candidate, 0, end-start)
 		for _, k := range queue[start:end] {
 			r := &out[k].Rollout
-			items = append(items, opt.Items[r.TaskID])
 			cands = append(cands, engine.Candidate{ItemID: r.TaskID, CandidateID: r.CandidateID(), Code: out[k].Answer})
 		}
-		evs, err := opt.Verifier.Verify(ctx, items, cands)
+		evs, err := opt.Judges.JudgeAll(ctx, opt.Items, cands)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrVerify, err)
-		}
-		if len(evs) != len(cands) {
-			return fmt.Errorf("%w: %d evidence records for %d candidates", ErrVerify, len(evs), len(cands))
 		}
 		for i, k := range queue[start:end] {
 			if evs[i].CandidateID != "" && evs[i].CandidateID != cands[i].CandidateID {

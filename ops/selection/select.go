@@ -101,7 +101,7 @@ type Result struct {
 
 // Options are Select's collaborators.
 type Options struct {
-	Verifier Verifier
+	Judges   *engine.Judges
 	Items    []engine.Item
 	Verified func(n, total int) // progress: see JudgeOptions.Verified
 	RowLabel func(i int) string // see JudgeOptions.RowLabel
@@ -120,7 +120,7 @@ func Select(ctx context.Context, cfg Config, rows []Rollout, opt Options) (*Resu
 	for _, it := range opt.Items {
 		items[it.ItemID] = it
 	}
-	judged, rejs, err := Judge(ctx, rows, JudgeOptions{Extractor: x, Verifier: opt.Verifier, Items: items,
+	judged, rejs, err := Judge(ctx, rows, JudgeOptions{Extractor: x, Judges: opt.Judges, Items: items,
 		RequireItems: cfg.RequireItems, BatchSize: cfg.BatchSize, Verified: opt.Verified, RowLabel: opt.RowLabel})
 	if err != nil {
 		return nil, err

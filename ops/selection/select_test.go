@@ -87,7 +87,8 @@ func runTable(t *testing.T, mutate func(*Config)) (*Result, *fakeVerifier) {
 		mutate(&cfg)
 	}
 	v := &fakeVerifier{}
-	res, err := Select(context.Background(), cfg, rows, Options{Verifier: v, Items: items})
+	res, err := Select(context.Background(), cfg, rows, Options{Judges: judgesOf(v), Items: items,
+		Verified: func(n, total int) { v.batches = append(v.batches, n) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,16 +141,15 @@ func TestSelectClassifiesEveryBranch(t *testing.T) {
 	}
 	// Every rollout without a verdict and with code went to the verifier,
 	// in batches of at most 4; extraction failures never did.
-	var n int
-	for _, c := range v.calls {
-		if len(c) > 4 {
-			t.Errorf("batch of %d > 4", len(c))
+	n := len(v.calls)
+	for _, b := range v.batches {
+		if b > 4 {
+			t.Errorf("batch of %d > 4", b)
 		}
-		for _, cand := range c {
-			n++
-			if strings.Contains(cand.Code, "```") {
-				t.Errorf("candidate %s still fenced: %q", cand.CandidateID, cand.Code)
-			}
+	}
+	for _, cand := range v.calls {
+		if strings.Contains(cand.Code, "```") {
+			t.Errorf("candidate %s still fenced: %q", cand.CandidateID, cand.Code)
 		}
 	}
 	if n != 23 {
@@ -332,21 +332,5 @@ func TestReadRolloutsLabelsRowsByFile(t *testing.T) {
 	os.WriteFile(b, []byte("{not json\n"), 0o644)
 	if _, _, err := ReadRollouts(a, b); err == nil || !errors.Is(err, engine.ErrInput) || !strings.Contains(err.Error(), "b.jsonl:1") {
 		t.Errorf("malformed file: %v", err)
-	}
-}
-
-func TestDomainVerifiersRouteByDomain(t *testing.T) {
-	rtlV := &fakeVerifier{}
-	d := DomainVerifiers{engine.DomainRTL: rtlV}
-	items := []engine.Item{{ItemID: "k", Domain: engine.DomainKernel}, {ItemID: "r", Domain: engine.DomainRTL}, {ItemID: "r2", Domain: engine.DomainRTL}}
-	cands := []engine.Candidate{{ItemID: "k", CandidateID: "k/1", Code: "GOOD"}, {ItemID: "r", CandidateID: "r/1", Code: "GOOD"}, {ItemID: "r2", CandidateID: "r2/1", Code: "BAD"}}
-	evs, err := d.Verify(context.Background(), items, cands)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := []string{evs[0].Status + "/" + evs[0].FailureStage, evs[1].Status, evs[2].Status + "/" + evs[2].FailureStage}
-	want := []string{"unjudged/toolchain_missing", "pass", "fail/mismatch"}
-	if !reflect.DeepEqual(got, want) || len(rtlV.calls) != 1 || len(rtlV.calls[0]) != 2 {
-		t.Errorf("got %v, rtl calls %v", got, rtlV.calls)
 	}
 }

@@ -29,11 +29,11 @@ const KindRollouts = "rollouts"
 // StageOption configures RegisterStages.
 type StageOption func(*stageDeps)
 
-type stageDeps struct{ verifier Verifier }
+type stageDeps struct{ judges *engine.Judges }
 
-// WithVerifier sets the verifier for rollouts without an attached verdict.
+// WithJudges sets the judges of rollouts without an attached verdict.
 // Without one such rollouts are recorded unjudged (toolchain_missing).
-func WithVerifier(v Verifier) StageOption { return func(d *stageDeps) { d.verifier = v } }
+func WithJudges(j *engine.Judges) StageOption { return func(d *stageDeps) { d.judges = j } }
 
 // RegisterStages adds the "select" stage type.
 //
@@ -53,7 +53,7 @@ func RegisterStages(reg *engine.Registry, opts ...StageOption) {
 			if err != nil {
 				return nil, err
 			}
-			return &selectStage{cfg: cfg, verifier: deps.verifier}, nil
+			return &selectStage{cfg: cfg, judges: deps.judges}, nil
 		}, Doc: "judge policy rollouts and emit capability-gap, uncovered, feedback-recoverable, strata and reward tables"})
 }
 
@@ -73,8 +73,8 @@ func DecodeConfig(sc engine.StageConfig) (Config, error) {
 }
 
 type selectStage struct {
-	cfg      Config
-	verifier Verifier
+	cfg    Config
+	judges *engine.Judges
 }
 
 func (s *selectStage) Run(ctx context.Context, sc *engine.StageContext) error {
@@ -92,7 +92,7 @@ func (s *selectStage) Run(ctx context.Context, sc *engine.StageContext) error {
 	}
 	sc.Log.Info("select: judging rollouts", "rollouts", len(rows), "items", len(items), "files", len(paths))
 	var prog engine.Progress
-	res, err := Select(ctx, s.cfg, rows, Options{Verifier: s.verifier, Items: items, RowLabel: label, Verified: func(n, total int) {
+	res, err := Select(ctx, s.cfg, rows, Options{Judges: s.judges, Items: items, RowLabel: label, Verified: func(n, total int) {
 		if prog == nil {
 			prog = sc.Progress(int64(total))
 		}
@@ -207,50 +207,4 @@ func (r Report) Counters() map[string]int64 {
 		m["stratum."+k] = int64(v)
 	}
 	return m
-}
-
-// DomainVerifiers routes candidates to a verifier by their item's domain
-// (engine.DomainRTL, engine.DomainKernel). Candidates of a domain without a
-// verifier are unjudged at stage toolchain_missing.
-type DomainVerifiers map[string]Verifier
-
-// Verify implements Verifier.
-func (d DomainVerifiers) Verify(ctx context.Context, items []engine.Item, cands []engine.Candidate) ([]engine.Evidence, error) {
-	out := make([]engine.Evidence, len(cands))
-	idx := map[string][]int{}
-	for i := range cands {
-		idx[items[i].Domain] = append(idx[items[i].Domain], i)
-	}
-	domains := make([]string, 0, len(idx))
-	for dom := range idx {
-		domains = append(domains, dom)
-	}
-	sort.Strings(domains)
-	for _, dom := range domains {
-		ix := idx[dom]
-		v := d[dom]
-		if v == nil {
-			for _, i := range ix {
-				out[i] = engine.Evidence{ItemID: cands[i].ItemID, CandidateID: cands[i].CandidateID, Status: engine.StatusUnjudged,
-					FailureStage: engine.StageToolchainMissing, Cause: fmt.Sprintf("no verifier for domain %q", dom)}
-			}
-			continue
-		}
-		its := make([]engine.Item, len(ix))
-		cs := make([]engine.Candidate, len(ix))
-		for k, i := range ix {
-			its[k], cs[k] = items[i], cands[i]
-		}
-		evs, err := v.Verify(ctx, its, cs)
-		if err != nil {
-			return nil, fmt.Errorf("domain %s: %w", dom, err)
-		}
-		if len(evs) != len(ix) {
-			return nil, fmt.Errorf("domain %s: %d evidence records for %d candidates", dom, len(evs), len(ix))
-		}
-		for k, i := range ix {
-			out[i] = evs[k]
-		}
-	}
-	return out, nil
 }

@@ -32,12 +32,9 @@ type Backend interface {
 	Execute(ctx context.Context, b *Bundle, item *engine.Item, code string) (Observation, error)
 }
 
-// VerifyFunc judges one candidate; (*rtl.Verifier).VerifyOne fits.
-type VerifyFunc func(ctx context.Context, item engine.Item, cand engine.Candidate) (engine.Evidence, error)
-
-// RealBackend runs the real toolchains, one verifier per domain.
+// RealBackend runs the real toolchains: the run's judges, one per domain.
 type RealBackend struct {
-	Verifiers     map[string]VerifyFunc
+	Judges        *engine.Judges
 	MaxDiagnostic int
 }
 
@@ -46,12 +43,7 @@ func (r *RealBackend) Name() string { return BackendReal }
 
 // Execute implements Backend.
 func (r *RealBackend) Execute(ctx context.Context, b *Bundle, item *engine.Item, code string) (Observation, error) {
-	v := r.Verifiers[item.Domain]
-	if v == nil {
-		return Observation{Outcome: OutcomeInfra, Status: engine.StatusUnjudged, FailureStage: engine.StageToolchainMissing,
-			Diagnostic: "no real backend configured for domain " + item.Domain}, nil
-	}
-	ev, err := v(ctx, *item, engine.Candidate{ItemID: item.ItemID, CandidateID: CandidateID(code), Code: code})
+	ev, err := r.Judges.Judge(ctx, *item, engine.Candidate{ItemID: item.ItemID, CandidateID: CandidateID(code), Code: code})
 	if err != nil {
 		return Observation{}, err
 	}

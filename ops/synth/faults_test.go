@@ -20,7 +20,7 @@ import (
 // flakyVerifier returns infrastructure verdicts: `transient` times for the
 // first call of each item in transientItems, always for brokenItem.
 type flakyVerifier struct {
-	real       VerifyFunc
+	real       func(ctx context.Context, it engine.Item, c engine.Candidate) (engine.Evidence, error)
 	mu         sync.Mutex
 	seen       map[string]int
 	transient  map[string]int
@@ -49,7 +49,7 @@ func TestInfraFailuresAreRetriedThenUnjudged(t *testing.T) {
 	srv := startServer(t, &scriptedGenerator{t: t, items: items})
 	fv := &flakyVerifier{real: rtlVerifier(t).VerifyOne, seen: map[string]int{}, transient: map[string]int{"mux4_8bit": 1}, brokenItem: "counter_up8_en"}
 	cfg := testConfig(srv.URL)
-	r := newTestRunner(t, cfg, &RealBackend{Verifiers: map[string]VerifyFunc{engine.DomainRTL: fv.verify}, MaxDiagnostic: 1500}, nil)
+	r := newTestRunner(t, cfg, &RealBackend{Judges: judgesOf(t, engine.JudgeFunc(engine.DomainRTL, fv.verify)), MaxDiagnostic: 1500}, nil)
 	res, err := r.Run(context.Background(), items, filepath.Join(t.TempDir(), "j.jsonl"), "rtl/icarus")
 	if err != nil {
 		t.Fatal(err)

@@ -175,7 +175,17 @@ func testConfig(genURL string) Config {
 }
 
 func realBackend(t *testing.T) *RealBackend {
-	return &RealBackend{Verifiers: map[string]VerifyFunc{engine.DomainRTL: rtlVerifier(t).VerifyOne}, MaxDiagnostic: 1500}
+	return &RealBackend{Judges: judgesOf(t, rtlVerifier(t)), MaxDiagnostic: 1500}
+}
+
+// judgesOf is the set of the given judges.
+func judgesOf(t *testing.T, js ...engine.Judge) *engine.Judges {
+	t.Helper()
+	s, err := engine.NewJudges(2, js...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func newTestRunner(t *testing.T, cfg Config, real, world Backend) *Runner {

@@ -65,7 +65,7 @@ func TestKernelTrajectoryOnTheCPUBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kv.Close()
-	real := &RealBackend{Verifiers: map[string]VerifyFunc{engine.DomainKernel: KernelVerifyFunc(kv)}, MaxDiagnostic: 1500}
+	real := &RealBackend{Judges: judgesOf(t, kv), MaxDiagnostic: 1500}
 	res, err := newTestRunner(t, testConfig(srv.URL), real, nil).Run(context.Background(), items, filepath.Join(t.TempDir(), "j.jsonl"), "kernel/cpu")
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestKernelTrajectoryOnTheCPUBackend(t *testing.T) {
 		t.Fatalf("%s after %d rounds (%s)", tr.FinalVerdict, tr.Rounds, tr.Tag)
 	}
 	for k, tu := range tr.Turns {
-		direct, _ := KernelVerifyFunc(kv)(context.Background(), it, engine.Candidate{ItemID: it.ItemID, CandidateID: "d", Code: tu.Code})
+		direct, _ := kv.Judge(context.Background(), it, engine.Candidate{ItemID: it.ItemID, CandidateID: "d", Code: tu.Code})
 		// Every verification draws fresh inputs (issue 15), so the numbers
 		// in a mismatch's diagnostic differ between runs; the rest must not.
 		d, o := ObservationFromEvidence(engine.DomainKernel, direct, 1500), tu.Observation

@@ -63,31 +63,28 @@ func Setup(sc StageConfig, items []engine.Item, sink textgen.LogSink, log *slog.
 	if err != nil {
 		return nil, "", nil, err
 	}
-	real := &RealBackend{Verifiers: map[string]VerifyFunc{engine.DomainRTL: rv.VerifyOne}, MaxDiagnostic: sc.MaxDiagnostic}
-	close = func() error { return nil }
+	js := []engine.Judge{rv}
 	toolchain = "rtl/" + sc.Simulator
 	if evolve.HasDomain(items, engine.DomainKernel) {
 		kv, err := kernels.NewVerifier(kernels.DefaultConfig(), log)
 		if err != nil {
 			return nil, "", nil, err
 		}
-		real.Verifiers[engine.DomainKernel] = KernelVerifyFunc(kv)
-		close = kv.Close
+		js = append(js, kv)
 		toolchain += "+kernel/auto"
 	}
+	judges, err := engine.NewJudges(sc.RealLimit, js...)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	real := &RealBackend{Judges: judges, MaxDiagnostic: sc.MaxDiagnostic}
+	close = judges.Close
 	r, err = NewRunner(sc.Config, gen, real, world, log)
 	if err != nil {
 		close()
 		return nil, "", nil, err
 	}
 	return r, toolchain, close, nil
-}
-
-// KernelVerifyFunc adapts the kernel verifier to VerifyFunc.
-func KernelVerifyFunc(kv *kernels.Verifier) VerifyFunc {
-	return func(ctx context.Context, it engine.Item, c engine.Candidate) (engine.Evidence, error) {
-		return kv.Verify(ctx, map[string]engine.Item{it.ItemID: it}, c), ctx.Err()
-	}
 }
 
 // Writers receive a run's rows.
