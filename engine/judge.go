@@ -332,7 +332,9 @@ type lazyJudge struct {
 func (l *lazyJudge) get() (Judge, error) {
 	l.once.Do(func() {
 		l.j, l.err = l.build()
-		if l.err == nil && l.j.Domain() != l.domain {
+		if l.err != nil {
+			l.j = nil
+		} else if l.j.Domain() != l.domain {
 			l.err = fmt.Errorf("%w: lazy judge for %q built a judge for %q", ErrConfig, l.domain, l.j.Domain())
 		}
 		l.mu.Lock()
@@ -366,6 +368,20 @@ func (l *lazyJudge) Check(ctx context.Context) error {
 		return err
 	}
 	return j.Check(ctx)
+}
+
+// RuleReference forwards to the built judge's ReferenceRuler, else rules
+// as DefaultReferenceRuling does.
+func (l *lazyJudge) RuleReference(ctx context.Context, it Item, ev Evidence) (Item, Evidence, *Rejection, error) {
+	j, err := l.get()
+	if err != nil {
+		return it, ev, nil, err
+	}
+	if r, ok := j.(ReferenceRuler); ok {
+		return r.RuleReference(ctx, it, ev)
+	}
+	it, rej := DefaultReferenceRuling(it, ev, false)
+	return it, ev, rej, nil
 }
 
 // Close closes the judge if it was built; it does not build one to close.

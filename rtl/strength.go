@@ -491,37 +491,6 @@ func (v *Verifier) strengthFor(ctx context.Context, byID map[string]*engine.Item
 	return out, nil
 }
 
-// strengthOfItems audits (when the audit is on) every item whose reference
-// passed (refs[i], from VerifyReferences) and adds the report's
-// measurements to that reference evidence. nil entries: not audited.
-func (v *Verifier) strengthOfItems(ctx context.Context, items []engine.Item, refs []engine.Evidence) ([]*StrengthReport, error) {
-	out := make([]*StrengthReport, len(items))
-	if !v.cfg.StrengthAudit {
-		return out, nil
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(v.cfg.Workers)
-	for i := range items {
-		if refs[i].Status != engine.StatusPass {
-			continue
-		}
-		g.Go(func() error {
-			r, err := v.Strength(gctx, items[i])
-			out[i] = &r
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	for i, r := range out {
-		if r != nil {
-			refs[i].Measurements = append(refs[i].Measurements, r.Measurements()...)
-		}
-	}
-	return out, nil
-}
-
 // strengthRejection is the verify_rtl stage's rejection reason for an
 // audited item: weak_verifier for a weak or unmeasurable harness, unjudged
 // when an infrastructure failure kept the audit from running; "" to keep.

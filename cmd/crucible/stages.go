@@ -19,6 +19,7 @@ import (
 	"github.com/crucible-data/crucible/ops/selection"
 	"github.com/crucible-data/crucible/ops/synth"
 	"github.com/crucible-data/crucible/rtl"
+	"github.com/crucible-data/crucible/verify"
 )
 
 // newRegistry registers every stage type explicitly (no init() side effects).
@@ -35,6 +36,7 @@ func newRegistry() *engine.Registry {
 	pack.RegisterShardStages(reg)
 	kernels.RegisterStages(reg)
 	rtl.RegisterStages(reg)
+	verify.RegisterStages(reg)
 	evolve.RegisterStages(reg)
 	gates.RegisterStages(reg)
 	synth.RegisterStages(reg)

@@ -17,6 +17,7 @@ import (
 	"github.com/crucible-data/crucible/engine/ingest"
 	"github.com/crucible-data/crucible/kernels"
 	"github.com/crucible-data/crucible/rtl"
+	"github.com/crucible-data/crucible/verify"
 )
 
 // VerifyOptions are `crucible verify`'s inputs: items of any domain, each
@@ -129,7 +130,7 @@ func runVerify(ctx context.Context, o VerifyOptions) error {
 		return err
 	}
 	inputs = append(inputs, candInputs...)
-	judges, err := judgesFor(items, o.Workers, o.RTL, o.Kernel)
+	judges, err := verify.JudgesFor(items, o.Workers, o.RTL, o.Kernel, slog.Default())
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -151,31 +152,6 @@ func runVerify(ctx context.Context, o VerifyOptions) error {
 	printVerifySummary(o.Stdout, fmt.Sprintf("verified %d candidates for %d items in %.1fs (judges: %s; %d concurrent)", len(evs),
 		len(items), elapsed.Seconds(), strings.Join(judges.Domains(), ", "), judges.Workers()), evs, items, rejected, o.Out)
 	return nil
-}
-
-// judgesFor builds the judge of every domain items hold (RTL, kernels);
-// items of other domains are left to the set's toolchain_unsupported rows.
-func judgesFor(items []engine.Item, workers int, rc rtl.Config, kc kernels.Config) (*engine.Judges, error) {
-	var js []engine.Judge
-	has := map[string]bool{}
-	for _, it := range items {
-		has[it.Domain] = true
-	}
-	if has[engine.DomainRTL] {
-		v, err := rtl.NewVerifier(rc)
-		if err != nil {
-			return nil, err
-		}
-		js = append(js, v)
-	}
-	if has[engine.DomainKernel] {
-		v, err := kernels.NewVerifier(kc, slog.Default())
-		if err != nil {
-			return nil, err
-		}
-		js = append(js, v)
-	}
-	return engine.NewJudges(workers, js...)
 }
 
 // verifyCandidates is --self-check's reference candidates (in the form a

@@ -13,6 +13,7 @@ import (
 	"github.com/crucible-data/crucible/engine/ingest"
 	"github.com/crucible-data/crucible/kernels"
 	"github.com/crucible-data/crucible/rtl"
+	"github.com/crucible-data/crucible/verify"
 )
 
 // VerifyRTLOptions are `crucible verify rtl`'s inputs.
@@ -128,7 +129,7 @@ func runVerifyRTL(ctx context.Context, o VerifyRTLOptions) error {
 		return err
 	}
 	inputs = append(inputs, candInputs...)
-	judges, err := judgesFor(items, o.Config.Workers, o.Config, kernels.DefaultConfig())
+	judges, err := verify.JudgesFor(items, o.Config.Workers, o.Config, kernels.DefaultConfig(), nil)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
