@@ -202,19 +202,12 @@ func ratio(a, b int) float64 {
 // strengthState is the verifier's audit cache and its process bound.
 type strengthState struct {
 	once sync.Once
-	mu   sync.Mutex
-	reps map[string]*strengthEntry
+	reps flight[StrengthReport]
 	sem  chan struct{} // bounds the audit's concurrent jobs across nested fan-outs
-}
-
-type strengthEntry struct {
-	done chan struct{}
-	rep  StrengthReport
 }
 
 func (v *Verifier) strengthInit() {
 	v.strength.once.Do(func() {
-		v.strength.reps = map[string]*strengthEntry{}
 		v.strength.sem = make(chan struct{}, v.cfg.Workers)
 	})
 }
@@ -234,33 +227,8 @@ func (v *Verifier) Strength(ctx context.Context, item engine.Item) (StrengthRepo
 	}
 	names, _ := registeredSources()
 	key := v.strengthKey(audited, c, names)
-	s := &v.strength
-	s.mu.Lock()
-	e, ok := s.reps[key]
-	if !ok {
-		e = &strengthEntry{done: make(chan struct{})}
-		s.reps[key] = e
-		s.mu.Unlock()
-		rep, err := v.computeStrength(ctx, audited, c, key)
-		if err != nil || !rep.definitive {
-			s.mu.Lock()
-			delete(s.reps, key)
-			s.mu.Unlock()
-		}
-		e.rep = rep
-		close(e.done)
-		return rep, err
-	}
-	s.mu.Unlock()
-	select {
-	case <-e.done:
-		if !e.rep.definitive {
-			return v.Strength(ctx, item)
-		}
-		return e.rep, nil
-	case <-ctx.Done():
-		return StrengthReport{}, ctx.Err()
-	}
+	return v.strength.reps.do(ctx, key, func(r StrengthReport) bool { return r.definitive },
+		func() (StrengthReport, error) { return v.computeStrength(ctx, audited, c, key) })
 }
 
 // auditedItem is the item whose harness is audited: a completion item's

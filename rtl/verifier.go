@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -27,8 +26,7 @@ type Verifier struct {
 	sim simulator
 	log *slog.Logger
 
-	refMu sync.Mutex
-	refs  map[string]*refEntry
+	refs flight[refResult] // reference self-checks, once per (task, toolchain)
 
 	strength strengthState // harness-strength audit cache (strength.go)
 
@@ -56,7 +54,7 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 			return nil, fmt.Errorf("%w: cache dir: %v", ErrConfig, err)
 		}
 	}
-	v := &Verifier{cfg: cfg, sim: newSimulator(cfg), log: cfg.Logger, refs: map[string]*refEntry{}}
+	v := &Verifier{cfg: cfg, sim: newSimulator(cfg), log: cfg.Logger}
 	return v, nil
 }
 
@@ -322,11 +320,6 @@ type refResult struct {
 
 func (r refResult) CPU() time.Duration { return time.Duration(r.CPUMicros) * time.Microsecond }
 
-type refEntry struct {
-	done chan struct{}
-	res  refResult
-}
-
 // refKey identifies (task, toolchain): the trusted texts, the contract and
 // the simulator with its version and flags.
 func (v *Verifier) refKey(item engine.Item, c Contract) string {
@@ -347,32 +340,8 @@ func (v *Verifier) refKey(item engine.Item, c Contract) string {
 // failure is not cached, so a later call tries again.
 func (v *Verifier) referenceCheck(ctx context.Context, item engine.Item, c Contract) (refResult, error) {
 	key := v.refKey(item, c)
-	v.refMu.Lock()
-	e, ok := v.refs[key]
-	if !ok {
-		e = &refEntry{done: make(chan struct{})}
-		v.refs[key] = e
-		v.refMu.Unlock()
-		res, err := v.computeReference(ctx, item, c, key)
-		if err != nil || !res.definitive {
-			v.refMu.Lock()
-			delete(v.refs, key)
-			v.refMu.Unlock()
-		}
-		e.res = res
-		close(e.done)
-		return res, err
-	}
-	v.refMu.Unlock()
-	select {
-	case <-e.done:
-		if !e.res.definitive {
-			return v.referenceCheck(ctx, item, c)
-		}
-		return e.res, nil
-	case <-ctx.Done():
-		return refResult{}, ctx.Err()
-	}
+	return v.refs.do(ctx, key, func(r refResult) bool { return r.definitive },
+		func() (refResult, error) { return v.computeReference(ctx, item, c, key) })
 }
 
 // refCacheVersion names the on-disk self-check format: v3 entries carry
