@@ -74,19 +74,15 @@ func newVerifyCmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.Items, "items", "", "item shards directory, item JSONL/Parquet, kernel seed directory, or VerilogEval JSONL with --preset verilog-eval (required)")
-	f.StringVar(&o.Candidates, "candidates", "", "candidate JSONL/Parquet rows {item_id, candidate_id, code} or a directory of them")
-	f.StringVar(&o.Out, "out", "", "output directory for evidence shards and manifest.json (required)")
+	verifyIOFlags(c, &o.Items, &o.Candidates, &o.Out, &o.SelfCheck,
+		"item shards directory, item JSONL/Parquet, kernel seed directory, or VerilogEval JSONL with --preset verilog-eval (required)")
 	f.StringVar(&o.Preset, "preset", ingest.PresetItems, "layout of --items files: items|verilog-eval")
-	f.BoolVar(&o.SelfCheck, "self-check", false, "submit each item's reference as its candidate instead of --candidates")
 	f.IntVar(&o.Workers, "workers", 0, "concurrent judge calls, and each judge's workers (default: number of cores)")
 	f.StringVar(&o.RTL.Simulator, "simulator", o.RTL.Simulator, "RTL: icarus (4-state, trusted for pass) | verilator (2-state)")
 	f.BoolVar(&o.RTL.TrustTwoState, "trust-two-state", false, "RTL: let a Verilator run issue pass verdicts")
 	f.BoolVar(&o.RTL.StrengthAudit, "strength-audit", o.RTL.StrengthAudit, "RTL: audit each item's harness first; passes on a weak harness are unjudged")
 	f.StringVar(&o.RTL.CacheDir, "cache-dir", "", "RTL: persist reference self-checks and strength audits per (task, toolchain) here")
 	f.StringVar(&o.Kernel.Backend, "backend", o.Kernel.Backend, "kernels: auto | cpu | cuda | triton")
-	_ = c.MarkFlagRequired("items")
-	_ = c.MarkFlagRequired("out")
 	for _, sub := range verifyCommands() {
 		c.AddCommand(sub)
 	}
@@ -181,6 +177,18 @@ func verifyCandidates(selfCheck bool, path string, items []engine.Item) ([]engin
 		cands = append(cands, engine.Candidate{ItemID: it.ItemID, CandidateID: engine.ReferenceCandidateID, Code: code})
 	}
 	return cands, nil, nil
+}
+
+// verifyIOFlags adds the flags every verify command shares: what to judge
+// and where the evidence goes.
+func verifyIOFlags(c *cobra.Command, items, cands, out *string, selfCheck *bool, itemsHelp string) {
+	f := c.Flags()
+	f.StringVar(items, "items", "", itemsHelp)
+	f.StringVar(cands, "candidates", "", "candidate JSONL/Parquet rows {item_id, candidate_id, code} or a directory of them")
+	f.StringVar(out, "out", "", "output directory for evidence shards and manifest.json (required)")
+	f.BoolVar(selfCheck, "self-check", false, "submit each item's reference as its candidate instead of --candidates")
+	_ = c.MarkFlagRequired("items")
+	_ = c.MarkFlagRequired("out")
 }
 
 // verifyArgs checks the arguments every verify command shares.

@@ -66,10 +66,8 @@ func newVerifyKernelCmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.Items, "items", "", "item shards directory, item JSONL/Parquet, or a kernel seed directory (required)")
-	f.StringVar(&o.Candidates, "candidates", "", "candidate JSONL/Parquet rows {item_id, candidate_id, code} or a directory of them")
-	f.StringVar(&o.Out, "out", "", "output directory for evidence shards and manifest.json (required)")
-	f.BoolVar(&o.SelfCheck, "self-check", false, "submit each item's reference as its candidate instead of --candidates")
+	verifyIOFlags(c, &o.Items, &o.Candidates, &o.Out, &o.SelfCheck,
+		"item shards directory, item JSONL/Parquet, or a kernel seed directory (required)")
 	f.StringVar(&o.Config.Backend, "backend", o.Config.Backend, "auto | cpu | cuda | triton")
 	f.IntVar(&o.Config.Trials, "trials", o.Config.Trials, "trials with fresh seeded inputs (all must pass)")
 	f.IntVar(&o.Config.Reps, "reps", o.Config.Reps, "timed calls per side per trial")
@@ -79,8 +77,6 @@ func newVerifyKernelCmd() *cobra.Command {
 	f.Float64Var(&o.Config.SpeedupThreshold, "speedup-threshold", o.Config.SpeedupThreshold, "faster only if the speedup CI's lower bound >= this")
 	f.Float64Var(&o.Config.SuspiciousSpeedup, "suspicious-speedup", o.Config.SuspiciousSpeedup, "a reference whose fastest call is over this many times the candidate's fastest fires the suspicious_speedup gate")
 	f.IntVar(&o.Config.SuspiciousSamples, "suspicious-min-samples", o.Config.SuspiciousSamples, "timed calls per side before the suspicious_speedup gate may fire (fewer: not armed)")
-	_ = c.MarkFlagRequired("items")
-	_ = c.MarkFlagRequired("out")
 	return c
 }
 

@@ -74,11 +74,9 @@ func newVerifyRTLCmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.Items, "items", "", "item shards directory, item JSONL/Parquet, or VerilogEval JSONL with --preset verilog-eval (required)")
-	f.StringVar(&o.Candidates, "candidates", "", "candidate JSONL/Parquet rows {item_id, candidate_id, code} or a directory of them")
-	f.StringVar(&o.Out, "out", "", "output directory for evidence shards and manifest.json (required)")
+	verifyIOFlags(c, &o.Items, &o.Candidates, &o.Out, &o.SelfCheck,
+		"item shards directory, item JSONL/Parquet, or VerilogEval JSONL with --preset verilog-eval (required)")
 	f.StringVar(&o.Preset, "preset", ingest.PresetItems, "layout of --items files: items|verilog-eval")
-	f.BoolVar(&o.SelfCheck, "self-check", false, "submit each item's reference as its candidate instead of --candidates")
 	f.BoolVar(&o.Config.StrengthAudit, "strength-audit", o.Config.StrengthAudit, "audit each item's harness with trivial candidates and mutants first; passes on a weak harness are unjudged")
 	f.StringVar(&o.Config.Simulator, "simulator", o.Config.Simulator, "icarus (4-state, trusted for pass) | verilator (2-state)")
 	f.IntVar(&o.Config.Workers, "workers", o.Config.Workers, "concurrent simulator jobs (default: number of cores)")
@@ -90,8 +88,6 @@ func newVerifyRTLCmd() *cobra.Command {
 	f.BoolVar(&o.Config.TrustTwoState, "trust-two-state", false, "let a Verilator run issue pass verdicts")
 	f.BoolVar(&o.Config.Synth, "synth", false, "add a Yosys synth cell count (and latch/loop findings) to passing candidates")
 	f.StringVar(&o.Config.CacheDir, "cache-dir", "", "persist reference self-check results per (task, toolchain) here")
-	_ = c.MarkFlagRequired("items")
-	_ = c.MarkFlagRequired("out")
 	return c
 }
 
