@@ -156,10 +156,11 @@ func NewRecordShardWriter(dir, prefix, kind string, schema *arrow.Schema, opts W
 }
 
 // WriteRecord buffers a record batch of the writer's schema (a record
-// writer only). The writer keeps a reference to rec's columns until its row
-// group is written, so the caller may Release rec at once. Row groups are
-// cut once the buffered batches reach RowGroupBytes (their Arrow buffer
-// sizes), so at most about one row group is held in memory.
+// writer only). The writer keeps a reference to rec's columns until its
+// rows are written, so the caller may Release rec at once. Row groups are
+// cut once the buffered rows reach RowGroupBytes (Arrow buffer sizes, a
+// batch's mean row size for a part of it), so the writer holds about one
+// row group plus the batch it was last given.
 func (w *ShardWriter[T]) WriteRecord(rec arrow.RecordBatch) error {
 	if w.closed {
 		return fmt.Errorf("%w: write on closed shard writer", ErrIO)
@@ -170,17 +171,28 @@ func (w *ShardWriter[T]) WriteRecord(rec arrow.RecordBatch) error {
 	if !rec.Schema().Equal(w.schema) {
 		return fmt.Errorf("%w: record schema %s does not match the writer's %s", ErrSchema, rec.Schema(), w.schema)
 	}
-	if rec.NumRows() == 0 {
+	rows := rec.NumRows()
+	if rows == 0 {
 		return nil
 	}
-	rec.Retain()
-	w.recs = append(w.recs, rec)
-	w.pending += rec.NumRows()
+	var size int64
 	for _, c := range rec.Columns() {
-		w.buffered += arrayBytes(c.Data())
+		size += arrayBytes(c.Data())
 	}
-	if w.buffered >= w.opts.RowGroupBytes {
-		return w.flushRowGroup()
+	// A batch larger than the room left in the row group is cut in slices
+	// (at its mean row size), so row groups stay near RowGroupBytes.
+	per := max(1, size/rows)
+	for off := int64(0); off < rows; {
+		k := min(rows-off, max(1, (w.opts.RowGroupBytes-w.buffered+per-1)/per))
+		w.recs = append(w.recs, rec.NewSlice(off, off+k))
+		w.pending += k
+		w.buffered += k * per
+		off += k
+		if w.buffered >= w.opts.RowGroupBytes {
+			if err := w.flushRowGroup(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
