@@ -33,7 +33,7 @@ func newDedupCmd() *cobra.Command {
 	o := DedupOptions{Config: dedup.DefaultConfig(), Writer: engine.DefaultWriterOptions()}
 	var lang string
 	c := &cobra.Command{
-		Use:   "dedup --in PATH --id-field F --text-field F [--threshold 0.8] [--ngram 5] [--num-perm 128] [--keep-signatures] --out DIR",
+		Use:   "dedup --in PATH --id-field F --text-field F [--threshold 0.8] [--ngram 5] [--num-perm 128] [--keep-signatures] [--reuse-signatures] --out DIR",
 		Short: "Exact + MinHash-LSH near-dedup of JSONL/Parquet rows; writes the kept and the removed rows, all their columns, plus _dedup_ columns, as Parquet",
 		Long: `Removes exact duplicates (hash of code-aware normalised text: whitespace and
 Verilog/C/C++/Python comments removed, identifiers kept) and near duplicates
@@ -52,8 +52,8 @@ inferred from all rows: int64 when every value is an integer, float64 when
 numbers mix, bool, string, lists, objects as structs, nulls allowed; a
 column whose values mix incompatible kinds, e.g. strings and numbers, is a
 string column of each value's raw JSON text, strings with their quotes; a
-column null in every row is a string column). After the input columns both files have (one schema, so a later run reads
-kept and removed rows together):
+column null in every row is a string column). After the input columns both
+files have (one schema, so a later run reads kept and removed rows together):
   _dedup_cluster_id    string, dup-NNNNNNNN; null for a row in no cluster
   _dedup_cluster_size  int32, rows in the cluster (1 for a row in no cluster)
   _dedup_survivor_id   string, the kept row's id as text (an integer id 7 is
@@ -70,9 +70,12 @@ are replaced by this run's. All inputs must have the same columns.
 With --keep-signatures a corpus split in parts is deduplicated part by part
 (in parallel, anywhere) and then across parts with one merge run over the
 parts' kept rows:
-  crucible dedup --in part-1.jsonl ... --keep-signatures --out d1  (one run per part)
+  crucible dedup --in part-1.jsonl --id-field id --text-field text \
+      --keep-signatures --out d1                        (one run per part)
   crucible dedup --in 'd1/kept-*.parquet' --in 'd2/kept-*.parquet' \
       --id-field id --text-field text --reuse-signatures --out merged
+(the parts' output keeps the input's column names, so the merge maps the
+same id and text fields).
 The merge run skips tokenising and signing; it only bands, verifies and
 clusters. --reuse-signatures on a file without stored signatures is a usage
 error naming the file.
@@ -115,7 +118,7 @@ different columns or a repeated id, 4 output not writable.`,
 	f.IntVar(&o.Config.Workers, "workers", o.Config.Workers, "signature workers")
 	f.Uint64Var(&o.Config.Seed, "seed", o.Config.Seed, "hash seed (signatures are deterministic for a seed)")
 	f.StringVar(&o.Config.TempDir, "tmp", "", "spill directory for band-key runs (default: system temp)")
-	f.StringVar(&o.OnDupID, "on-duplicate-id", onDupError, "a second row with an id already seen: error (exit 3 naming both rows) | keep-first (the later rows become duplicate_id rejections)")
+	f.StringVar(&o.OnDupID, "on-duplicate-id", onDupError, "a second row with an id already seen: error (exit 3 naming both rows) | keep-first (the later rows go to removed-*.parquet as duplicate_id)")
 	f.BoolVar(&o.Reuse, "reuse-signatures", false, "use the _dedup_minhash/_dedup_text_hash/_dedup_minhash_params columns of an earlier --keep-signatures run's output when their parameters match")
 	f.BoolVar(&o.KeepSigs, "keep-signatures", false, "also write the signature columns _dedup_minhash, _dedup_text_hash, _dedup_minhash_params (for a later --reuse-signatures)")
 	_ = c.MarkFlagRequired("in")
