@@ -27,7 +27,8 @@ type Field struct {
 // Record is one row of a JSONL or Parquet file reduced to an id and the
 // requested text fields (in the requested order; absent fields omitted).
 // Signature is set when the row carries the stored-signature columns
-// (minhash, text_hash, minhash_params) written by an earlier dedup run.
+// (_dedup_minhash, _dedup_text_hash, _dedup_minhash_params, or the
+// unprefixed names of older outputs) written by an earlier dedup run.
 type Record struct {
 	Path      string
 	Row       int64 // 1-based line (JSONL) or row (Parquet)
@@ -54,6 +55,14 @@ func ParseTextHash(s string) ([2]uint64, bool) {
 	hi, err1 := strconv.ParseUint(s[:16], 16, 64)
 	lo, err2 := strconv.ParseUint(s[16:], 16, 64)
 	return [2]uint64{lo, hi}, err1 == nil && err2 == nil
+}
+
+// signatureColumns are the (params, text hash, minhash) column names of
+// stored signatures, in order of preference: those `crucible dedup
+// --keep-signatures` writes, then the unprefixed ones of older outputs.
+var signatureColumns = [][3]string{
+	{ColumnPrefix + ColMinhashParams, ColumnPrefix + ColTextHash, ColumnPrefix + ColMinhash},
+	{ColMinhashParams, ColTextHash, ColMinhash},
 }
 
 func storedSignature(params, textHash string, values []int64) *Signature {
@@ -159,14 +168,19 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 	if len(rec.Fields) == 0 {
 		return Record{}, fmt.Errorf("%w: %s:%d: none of the text fields %v present", engine.ErrInput, path, line, textFields)
 	}
-	if p, ok := row[ColMinhashParams]; ok {
+	for _, names := range signatureColumns {
+		p, ok := row[names[0]]
+		if !ok {
+			continue
+		}
 		var params, th string
 		var vals []int64
-		if json.Unmarshal(p, &params) == nil && json.Unmarshal(row[ColTextHash], &th) == nil {
-			if v, ok := row[ColMinhash]; !ok || string(v) == "null" || json.Unmarshal(v, &vals) == nil {
+		if json.Unmarshal(p, &params) == nil && json.Unmarshal(row[names[1]], &th) == nil {
+			if v, ok := row[names[2]]; !ok || string(v) == "null" || json.Unmarshal(v, &vals) == nil {
 				rec.Signature = storedSignature(params, th, vals)
 			}
 		}
+		break
 	}
 	return rec, nil
 }
@@ -220,8 +234,14 @@ func scanParquet(ctx context.Context, path, idField string, textFields []string,
 		return fmt.Errorf("%w: %s: none of the text columns %v (columns: %s)", engine.ErrInput, path, textFields, columnNames(schema))
 	}
 	// Stored-signature columns, when all three exist, ride along at the end.
-	sigCols := []int{colOf(ColMinhashParams), colOf(ColTextHash), colOf(ColMinhash)}
-	withSig := sigCols[0] >= 0 && sigCols[1] >= 0 && sigCols[2] >= 0
+	var sigCols []int
+	withSig := false
+	for _, names := range signatureColumns {
+		sigCols = []int{colOf(names[0]), colOf(names[1]), colOf(names[2])}
+		if withSig = sigCols[0] >= 0 && sigCols[1] >= 0 && sigCols[2] >= 0; withSig {
+			break
+		}
+	}
 	// The record reader returns each selected top-level field once, in
 	// order of first request; pos maps a field index to its column.
 	pos := map[int]int{}
@@ -331,19 +351,27 @@ type FileSource struct {
 	IDField    string
 	TextFields []string
 	Tier       func(Record) uint8
-	// ReuseSignatures passes stored signatures (minhash, text_hash,
-	// minhash_params columns) on to Run, which uses those made with its
-	// own SignatureParams instead of re-tokenising.
+	// ReuseSignatures passes stored signatures (the _dedup_minhash,
+	// _dedup_text_hash and _dedup_minhash_params columns of `crucible dedup
+	// --keep-signatures`, or the unprefixed ones of older outputs) on to
+	// Run, which uses those made with its own SignatureParams instead of
+	// re-tokenising. A file with rows but no stored signature at all is a
+	// config error naming it.
 	ReuseSignatures bool
 }
 
 // Scan implements Source.
 func (s FileSource) Scan(ctx context.Context, fn func(d Doc) error) error {
 	for _, p := range s.Paths {
+		var rows, sigs int64
 		err := ScanRecords(ctx, p, s.IDField, s.TextFields, func(r Record) error {
 			d := Doc{ID: r.ID, Text: r.Text(), Tier: TierOther}
+			rows++
 			if s.ReuseSignatures {
 				d.Signature = r.Signature
+				if r.Signature != nil {
+					sigs++
+				}
 			}
 			if s.Tier != nil {
 				d.Tier = s.Tier(r)
@@ -352,6 +380,10 @@ func (s FileSource) Scan(ctx context.Context, fn func(d Doc) error) error {
 		})
 		if err != nil {
 			return fmt.Errorf("dedup: %w", err)
+		}
+		if s.ReuseSignatures && rows > 0 && sigs == 0 {
+			return fmt.Errorf("%w: dedup: --reuse-signatures: %s has no stored signatures (columns %s, %s, %s); write them with crucible dedup --keep-signatures, or leave out --reuse-signatures",
+				engine.ErrConfig, p, ColSigMinhash, ColSigText, ColSigParams)
 		}
 	}
 	return nil

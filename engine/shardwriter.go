@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -74,8 +75,10 @@ type TimedRow[T any] interface {
 type ShardWriter[T any] struct {
 	dir, prefix, kind string
 	opts              WriterOptions
-	codec             *Codec[T]
+	codec             *Codec[T] // nil for a record writer (NewRecordShardWriter)
+	schema            *arrow.Schema
 	mem               memory.Allocator
+	recs              []arrow.RecordBatch // record writer: batches of the open row group
 
 	bld      *array.RecordBuilder
 	buffered int64
@@ -127,7 +130,92 @@ func NewShardWriter[T any](dir, prefix, kind string, opts WriterOptions) (*Shard
 	}
 	var zero T
 	_, timed := any(zero).(TimedRow[T])
-	return &ShardWriter[T]{dir: dir, prefix: prefix, kind: kind, opts: opts, codec: c, mem: mem, timed: timed}, nil
+	return &ShardWriter[T]{dir: dir, prefix: prefix, kind: kind, opts: opts, codec: c, schema: c.Schema(), mem: mem, timed: timed}, nil
+}
+
+// NewRecordShardWriter is a ShardWriter for rows whose columns are known only
+// at run time (`crucible dedup` passes its input's columns through): it takes
+// Arrow record batches of schema through WriteRecord, with the same row
+// groups, shards and commit protocol (temp file, footer re-read, fsync,
+// rename). Write is refused on it.
+func NewRecordShardWriter(dir, prefix, kind string, schema *arrow.Schema, opts WriterOptions) (*ShardWriter[arrow.RecordBatch], error) {
+	if opts.RowGroupBytes <= 0 {
+		opts.RowGroupBytes = DefaultWriterOptions().RowGroupBytes
+	}
+	if opts.ShardBytes <= 0 {
+		opts.ShardBytes = DefaultWriterOptions().ShardBytes
+	}
+	mem := opts.Allocator
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	return &ShardWriter[arrow.RecordBatch]{dir: dir, prefix: prefix, kind: kind, opts: opts, schema: schema, mem: mem}, nil
+}
+
+// WriteRecord buffers a record batch of the writer's schema (a record
+// writer only). The writer keeps a reference to rec's columns until its
+// rows are written, so the caller may Release rec at once. Row groups are
+// cut once the buffered rows reach RowGroupBytes (Arrow buffer sizes, a
+// batch's mean row size for a part of it), so the writer holds about one
+// row group plus the batch it was last given.
+func (w *ShardWriter[T]) WriteRecord(rec arrow.RecordBatch) error {
+	if w.closed {
+		return fmt.Errorf("%w: write on closed shard writer", ErrIO)
+	}
+	if w.codec != nil {
+		return fmt.Errorf("%w: WriteRecord on a %T row writer", ErrSchema, *new(T))
+	}
+	if !rec.Schema().Equal(w.schema) {
+		return fmt.Errorf("%w: record schema %s does not match the writer's %s", ErrSchema, rec.Schema(), w.schema)
+	}
+	rows := rec.NumRows()
+	if rows == 0 {
+		return nil
+	}
+	var size int64
+	for _, c := range rec.Columns() {
+		size += arrayBytes(c.Data())
+	}
+	// A batch larger than the room left in the row group is cut in slices
+	// (at its mean row size), so row groups stay near RowGroupBytes.
+	per := max(1, size/rows)
+	for off := int64(0); off < rows; {
+		k := min(rows-off, max(1, (w.opts.RowGroupBytes-w.buffered+per-1)/per))
+		w.recs = append(w.recs, rec.NewSlice(off, off+k))
+		w.pending += k
+		w.buffered += k * per
+		off += k
+		if w.buffered >= w.opts.RowGroupBytes {
+			if err := w.flushRowGroup(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// arrayBytes is the size of the buffers an array refers to.
+func arrayBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += arrayBytes(c)
+	}
+	return n
+}
+
+func (w *ShardWriter[T]) releaseRecords() {
+	for _, r := range w.recs {
+		r.Release()
+	}
+	w.recs = nil
 }
 
 // hashContent adds a row, timings removed, to the current file's content
@@ -148,6 +236,9 @@ func (w *ShardWriter[T]) hashContent(row *T) error {
 func (w *ShardWriter[T]) Write(rows ...T) error {
 	if w.closed {
 		return fmt.Errorf("%w: write on closed shard writer", ErrIO)
+	}
+	if w.codec == nil {
+		return fmt.Errorf("%w: Write on a record shard writer (use WriteRecord)", ErrSchema)
 	}
 	if w.bld == nil {
 		w.bld = array.NewRecordBuilder(w.mem, w.codec.Schema())
@@ -178,10 +269,20 @@ func (w *ShardWriter[T]) flushRowGroup() error {
 			return err
 		}
 	}
-	rec := w.bld.NewRecordBatch()
-	defer rec.Release()
-	if err := w.fw.Write(rec); err != nil {
-		return fmt.Errorf("%w: write row group to %s: %w", ErrIO, w.f.Name(), err)
+	if w.codec == nil {
+		tbl := array.NewTableFromRecords(w.schema, w.recs)
+		err := w.fw.WriteTable(tbl, tbl.NumRows())
+		tbl.Release()
+		w.releaseRecords()
+		if err != nil {
+			return fmt.Errorf("%w: write row group to %s: %w", ErrIO, w.f.Name(), err)
+		}
+	} else {
+		rec := w.bld.NewRecordBatch()
+		defer rec.Release()
+		if err := w.fw.Write(rec); err != nil {
+			return fmt.Errorf("%w: write row group to %s: %w", ErrIO, w.f.Name(), err)
+		}
 	}
 	w.rows += w.pending
 	w.pending, w.buffered = 0, 0
@@ -214,7 +315,7 @@ func (w *ShardWriter[T]) openFile() error {
 		parquet.WithCreatedBy("crucible"),
 	)
 	aprops := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(w.mem))
-	fw, err := pqarrow.NewFileWriter(w.codec.Schema(), w.cw, props, aprops)
+	fw, err := pqarrow.NewFileWriter(w.schema, w.cw, props, aprops)
 	if err != nil {
 		w.discardFile()
 		return fmt.Errorf("%w: parquet writer: %v", ErrIO, err)
@@ -290,6 +391,7 @@ func (w *ShardWriter[T]) Close() ([]ShardInfo, error) {
 			w.bld.Release()
 			w.bld = nil
 		}
+		w.releaseRecords()
 	}()
 	if err := w.flushRowGroup(); err != nil {
 		w.discardFile()
@@ -319,6 +421,7 @@ func (w *ShardWriter[T]) Abort() {
 		w.bld.Release()
 		w.bld = nil
 	}
+	w.releaseRecords()
 	w.discardFile()
 }
 

@@ -21,6 +21,7 @@ type DedupOptions struct {
 	IDField    string
 	TextFields []string
 	Reuse      bool   // reuse stored signatures found in the input
+	KeepSigs   bool   // write the signature columns (for a later --reuse-signatures)
 	OnDupID    string // onDupError | onDupKeepFirst
 	Out        string
 	Config     dedup.Config
@@ -28,61 +29,69 @@ type DedupOptions struct {
 	Stdout     io.Writer
 }
 
-// DedupKeptRow is one kept row in DIR/kept-*.parquet.
-// The minhash, text_hash and minhash_params columns let a later run reuse
-// the signatures (--reuse-signatures).
-type DedupKeptRow struct {
-	ID            string  `json:"id" arrow:"id"`
-	Text          string  `json:"text" arrow:"text"` // compared text (text fields joined)
-	ClusterID     string  `json:"cluster_id" arrow:"cluster_id"`
-	ClusterSize   int32   `json:"cluster_size" arrow:"cluster_size"`
-	Minhash       []int64 `json:"minhash" arrow:"minhash"` // OPH signature (uint64 bits)
-	TextHash      string  `json:"text_hash" arrow:"text_hash"`
-	MinhashParams string  `json:"minhash_params" arrow:"minhash_params"`
-}
-
-// DedupRejectRow is one removed row in DIR/rejections-*.parquet.
-type DedupRejectRow struct {
-	ID            string  `json:"id" arrow:"id"`
-	Reason        string  `json:"reason" arrow:"reason"` // exact_duplicate | near_duplicate | duplicate_id
-	ClusterID     string  `json:"cluster_id" arrow:"cluster_id"`
-	SurvivorID    string  `json:"survivor_id" arrow:"survivor_id"`
-	ClusterSize   int32   `json:"cluster_size" arrow:"cluster_size"`
-	Text          string  `json:"text" arrow:"text"`
-	Minhash       []int64 `json:"minhash" arrow:"minhash"`
-	TextHash      string  `json:"text_hash" arrow:"text_hash"`
-	MinhashParams string  `json:"minhash_params" arrow:"minhash_params"`
-}
-
 func newDedupCmd() *cobra.Command {
 	o := DedupOptions{Config: dedup.DefaultConfig(), Writer: engine.DefaultWriterOptions()}
 	var lang string
 	c := &cobra.Command{
-		Use:   "dedup --in PATH --id-field F --text-field F [--threshold 0.8] [--ngram 5] [--num-perm 128] --out DIR",
-		Short: "Exact + MinHash-LSH near-dedup of a JSONL/Parquet file; writes kept and rejected rows (cluster_id, survivor_id) as Parquet",
+		Use:   "dedup --in PATH --id-field F --text-field F [--threshold 0.8] [--ngram 5] [--num-perm 128] [--keep-signatures] [--reuse-signatures] --out DIR",
+		Short: "Exact + MinHash-LSH near-dedup of JSONL/Parquet rows; writes the kept and the removed rows, all their columns, plus _dedup_ columns, as Parquet",
 		Long: `Removes exact duplicates (hash of code-aware normalised text: whitespace and
 Verilog/C/C++/Python comments removed, identifiers kept) and near duplicates
 (word or character n-gram shingles, one-permutation MinHash, LSH banding chosen
 for the threshold, candidates verified by exact Jaccard). One survivor per
-cluster: the earliest row. Writes DIR/kept-*.parquet, DIR/rejections-*.parquet
-and DIR/manifest.json, and prints the banding and its detection probability at
-the threshold.
+cluster: the earliest row. Prints the banding and its detection probability
+at the threshold.
 
-Output rows carry the signature (minhash, text_hash, minhash_params), so a
-corpus split in parts is deduplicated part by part (in parallel, anywhere)
-and then across parts with one merge run over the parts' kept rows:
-  crucible dedup --in part-1.jsonl ... --out d1     (one run per part)
+Output (DIR):
+  kept-*.parquet     the kept rows, in input order
+  removed-*.parquet  the removed rows, in input order
+  manifest.json      shards and counts, written last
+Both hold the input rows unchanged: every input column, same names, same
+Arrow types, same order (a Parquet input's own schema; for JSONL a schema
+inferred from all rows: int64 when every value is an integer, float64 when
+numbers mix, bool, string, lists, objects as structs, nulls allowed; a
+column whose values mix incompatible kinds, e.g. strings and numbers, is a
+string column of each value's raw JSON text, strings with their quotes; a
+column null in every row is a string column). After the input columns both
+files have (one schema, so a later run reads kept and removed rows together):
+  _dedup_cluster_id    string, dup-NNNNNNNN; null for a row in no cluster
+  _dedup_cluster_size  int32, rows in the cluster (1 for a row in no cluster)
+  _dedup_survivor_id   string, the kept row's id as text (an integer id 7 is
+                       "7"); a kept row's own id
+  _dedup_reason        exact_duplicate | near_duplicate | duplicate_id; null
+                       for kept rows
+and with --keep-signatures they end with
+  _dedup_minhash (list<int64>: OPH signature, uint64 bits), _dedup_text_hash,
+  _dedup_minhash_params (string)
+An input column named _dedup_... is a usage error naming it, except that
+with --reuse-signatures the columns an earlier dedup wrote (the ones above)
+are replaced by this run's. All inputs must have the same columns.
+
+With --keep-signatures a corpus split in parts is deduplicated part by part
+(in parallel, anywhere) and then across parts with one merge run over the
+parts' kept rows:
+  crucible dedup --in part-1.jsonl --id-field id --text-field text \
+      --keep-signatures --out d1                        (one run per part)
   crucible dedup --in 'd1/kept-*.parquet' --in 'd2/kept-*.parquet' \
       --id-field id --text-field text --reuse-signatures --out merged
+(the parts' output keeps the input's column names, so the merge maps the
+same id and text fields).
 The merge run skips tokenising and signing; it only bands, verifies and
-clusters.
+clusters. --reuse-signatures on a file without stored signatures is a usage
+error naming the file.
 
 A second row with an id already seen is refused (exit 3 naming both rows),
-or with --on-duplicate-id keep-first written to the rejections as
-duplicate_id and left out of the dedup.
+or with --on-duplicate-id keep-first written to removed-*.parquet as
+duplicate_id (_dedup_cluster_id and _dedup_cluster_size null) and left out
+of the dedup.
 
-Exit codes: 0 done (duplicates found or not), 2 bad flags, 3 unreadable input,
-a row missing the id/text fields or a repeated id, 4 output not writable.`,
+Memory: the per-row dedup state (id, hashes, cluster) and the LSH index as
+before; the rows themselves are streamed in batches of 1024, and each
+output holds at most about one row group (64 MiB) before writing it.
+
+Exit codes: 0 done (duplicates found or not), 2 bad flags or a reserved
+column name, 3 unreadable input, a row missing the id/text fields, inputs of
+different columns or a repeated id, 4 output not writable.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, ok := dedup.ParseLang(lang)
@@ -109,8 +118,9 @@ a row missing the id/text fields or a repeated id, 4 output not writable.`,
 	f.IntVar(&o.Config.Workers, "workers", o.Config.Workers, "signature workers")
 	f.Uint64Var(&o.Config.Seed, "seed", o.Config.Seed, "hash seed (signatures are deterministic for a seed)")
 	f.StringVar(&o.Config.TempDir, "tmp", "", "spill directory for band-key runs (default: system temp)")
-	f.StringVar(&o.OnDupID, "on-duplicate-id", onDupError, "a second row with an id already seen: error (exit 3 naming both rows) | keep-first (the later rows become duplicate_id rejections)")
-	f.BoolVar(&o.Reuse, "reuse-signatures", false, "use the minhash/text_hash/minhash_params columns of an earlier run's output when their parameters match")
+	f.StringVar(&o.OnDupID, "on-duplicate-id", onDupError, "a second row with an id already seen: error (exit 3 naming both rows) | keep-first (the later rows go to removed-*.parquet as duplicate_id)")
+	f.BoolVar(&o.Reuse, "reuse-signatures", false, "use the _dedup_minhash/_dedup_text_hash/_dedup_minhash_params columns of an earlier --keep-signatures run's output when their parameters match")
+	f.BoolVar(&o.KeepSigs, "keep-signatures", false, "also write the signature columns _dedup_minhash, _dedup_text_hash, _dedup_minhash_params (for a later --reuse-signatures)")
 	_ = c.MarkFlagRequired("in")
 	_ = c.MarkFlagRequired("text-field")
 	_ = c.MarkFlagRequired("out")
@@ -150,10 +160,18 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 		in = append(in, p)
 	}
 	o.In = in
+	input, err := dedup.OpenInput(ctx, o.In, o.IDField)
+	if err != nil {
+		return err
+	}
+	pass, err := passthroughColumns(input, o.Reuse)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return fmt.Errorf("%w: %v", engine.ErrIO, err)
 	}
-	release, err := engine.PrepareOutput(ctx, o.Out, []string{"manifest.json"}, "kept", "rejections")
+	release, err := engine.PrepareOutput(ctx, o.Out, []string{"manifest.json"}, "kept", "removed", "rejections")
 	if err != nil {
 		return err
 	}
@@ -168,64 +186,24 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 		return err
 	}
 	defer res.Close()
-	kept, err := engine.NewShardWriter[DedupKeptRow](o.Out, "kept", "kept", o.Writer)
+	w, err := newDedupWriter(input.Schema, pass, o)
 	if err != nil {
 		return err
 	}
-	rejects, err := engine.NewShardWriter[DedupRejectRow](o.Out, "rejections", "rejections", o.Writer)
-	if err != nil {
-		kept.Abort()
-		return err
-	}
-	// Second pass: rows stream again so texts never have to stay in memory.
-	i := 0
-	err = src.Scan(engine.WithReadMeter(ctx, nil), func(d dedup.Doc) error {
-		if i >= res.Len() || res.IDs[i] != d.ID {
-			return fmt.Errorf("%w: input changed between passes at row %d", engine.ErrInput, i+1)
-		}
-		dec := res.Decision(i)
-		sg, err := res.Signature(i)
-		if err != nil {
-			return err
-		}
-		i++
-		mh := make([]int64, len(sg.Values))
-		for k, v := range sg.Values {
-			mh[k] = int64(v)
-		}
-		th := dedup.FormatTextHash(sg.TextHash)
-		if dec.Kept {
-			return kept.Write(DedupKeptRow{ID: d.ID, Text: d.Text, ClusterID: dec.ClusterID, ClusterSize: int32(dec.ClusterSize),
-				Minhash: mh, TextHash: th, MinhashParams: sg.Params})
-		}
-		return rejects.Write(DedupRejectRow{ID: d.ID, Reason: dec.Reason, ClusterID: dec.ClusterID, SurvivorID: dec.SurvivorID,
-			ClusterSize: int32(dec.ClusterSize), Text: d.Text, Minhash: mh, TextHash: th, MinhashParams: sg.Params})
-	})
-	for _, d := range src.dups {
-		if err == nil {
-			err = rejects.Write(DedupRejectRow{ID: d.doc.ID, Reason: "duplicate_id", SurvivorID: d.doc.ID, Text: d.doc.Text})
-		}
-	}
-	if err != nil {
-		kept.Abort()
-		rejects.Abort()
+	// Second pass: rows stream again so they never have to stay in memory.
+	if err := w.writeRows(engine.WithReadMeter(ctx, nil), input, src, res); err != nil {
+		w.abort()
 		return err
 	}
 	st := res.Stats
 	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "dedup", Type: "dedup", Inputs: []engine.InputRef{},
 		Counts: map[string]int64{"rows": st.Docs, "kept": st.Docs - st.Removed, "removed": st.Removed, "clusters": st.Clusters,
 			"duplicate_ids": int64(len(src.dups)), "exact_pairs": st.ExactPairs, "candidate_pairs": st.CandidatePairs, "verified_pairs": st.VerifiedPairs}}
-	for _, w := range []interface {
-		Close() ([]engine.ShardInfo, error)
-	}{kept, rejects} {
-		infos, err := w.Close()
-		if err != nil {
-			kept.Abort() // whichever is still open drops its temp file
-			rejects.Abort()
-			return err
-		}
-		m.Shards = append(m.Shards, infos...)
+	shards, err := w.close()
+	if err != nil {
+		return err
 	}
+	m.Shards = shards
 	for _, p := range o.In {
 		if h, err := engine.HashFile(p); err == nil {
 			m.Inputs = append(m.Inputs, engine.InputRef{Kind: "file", Path: p, SHA256: h})
@@ -249,9 +227,9 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 		fmt.Fprintf(o.Stdout, "  reused %d stored signatures\n", st.ReusedSigs)
 	}
 	if len(src.dups) > 0 {
-		fmt.Fprintf(o.Stdout, "  %d rows repeated an earlier row's id: kept the first, the rest are duplicate_id rejections\n", len(src.dups))
+		fmt.Fprintf(o.Stdout, "  %d rows repeated an earlier row's id: kept the first, the rest are duplicate_id removals\n", len(src.dups))
 	}
 	fmt.Fprintf(o.Stdout, "  candidate pairs %d, verified %d; output: %s (%s)\n", st.CandidatePairs, st.VerifiedPairs, o.Out,
-		strings.Join([]string{"kept-*.parquet", "rejections-*.parquet", "manifest.json"}, ", "))
+		strings.Join([]string{"kept-*.parquet", "removed-*.parquet", "manifest.json"}, ", "))
 	return nil
 }

@@ -13,6 +13,12 @@ import (
 	"github.com/crucible-data/crucible/engine"
 )
 
+type idsOut struct {
+	ID     string `arrow:"id"`
+	Text   string `arrow:"text"`
+	Reason string `arrow:"_dedup_reason"`
+}
+
 // A repeated id (issue 18: it0000001 appeared twice in kept) is exit 3
 // naming the id and both rows, or with --on-duplicate-id keep-first the
 // later rows become duplicate_id rejections and the rest is deduplicated as
@@ -45,8 +51,8 @@ func TestDedupDuplicateIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept, _ := engine.ReadAll[DedupKeptRow](out.Shards("kept")...)
-	rej, _ := engine.ReadAll[DedupRejectRow](out.Shards("rejections")...)
+	kept, _ := engine.ReadAll[idsOut](out.Shards("kept")...)
+	rej, _ := engine.ReadAll[idsOut](out.Shards("removed")...)
 	var keptIDs, rejected []string
 	for _, k := range kept {
 		keptIDs = append(keptIDs, k.ID)

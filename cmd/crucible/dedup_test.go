@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/crucible-data/crucible/decontam"
 	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
@@ -36,7 +38,7 @@ func TestDedupCommandParquetInput(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	var stdout strings.Builder
 	o := DedupOptions{In: in, IDField: "key", TextFields: []string{"body"}, Out: out, Config: dedup.DefaultConfig(),
-		Writer: engine.DefaultWriterOptions(), Stdout: &stdout}
+		Writer: engine.DefaultWriterOptions(), Stdout: &stdout, KeepSigs: true}
 	if err := runDedup(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
@@ -44,51 +46,54 @@ func TestDedupCommandParquetInput(t *testing.T) {
 		t.Errorf("summary lacks the detection probability:\n%s", stdout.String())
 	}
 	kept, _ := filepath.Glob(filepath.Join(out, "kept-*.parquet"))
-	rej, _ := filepath.Glob(filepath.Join(out, "rejections-*.parquet"))
-	k, err := engine.ReadAll[DedupKeptRow](kept...)
+	rej, _ := filepath.Glob(filepath.Join(out, "removed-*.parquet"))
+	k, err := engine.ReadAll[srcOut](kept...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := engine.ReadAll[DedupRejectRow](rej...)
+	r, err := engine.ReadAll[srcOut](rej...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(k)+len(r) != 400 || len(r) < 40 {
-		t.Fatalf("kept %d rejected %d", len(k), len(r))
+		t.Fatalf("kept %d removed %d", len(k), len(r))
 	}
 	keptIDs := map[string]bool{}
 	for _, x := range k {
-		keptIDs[x.ID] = true
+		keptIDs[x.Key] = true
+		if x.Body != syn.Text(idIndex(t, x.Key)) {
+			t.Fatalf("kept row %s: body is not the input's", x.Key)
+		}
 	}
 	for _, x := range r {
 		if x.ClusterID == "" || !keptIDs[x.SurvivorID] || (x.Reason != dedup.ReasonNearDuplicate && x.Reason != dedup.ReasonExactDuplicate) {
-			t.Fatalf("bad rejection row %+v", x)
+			t.Fatalf("bad removed row %+v", x)
 		}
-		if b := syn.Base(idIndex(t, x.ID)); b < 0 && syn.Base(idIndex(t, x.SurvivorID)) != idIndex(t, x.ID) {
-			t.Errorf("%s removed but it is an original", x.ID)
+		if b := syn.Base(idIndex(t, x.Key)); b < 0 && syn.Base(idIndex(t, x.SurvivorID)) != idIndex(t, x.Key) {
+			t.Errorf("%s removed but it is an original", x.Key)
 		}
 	}
-	// Second run over the first run's output (kept + rejected rows) reuses
+	// Second run over the first run's output (kept + removed rows) reuses
 	// the stored signatures and reaches the same clusters.
 	first := map[string]string{}
 	for _, x := range r {
-		first[x.ID] = x.SurvivorID
+		first[x.Key] = x.SurvivorID
 		if len(x.Minhash) != 128 || x.TextHash == "" || x.MinhashParams == "" {
-			t.Fatalf("rejection row without stored signature: %+v", x)
+			t.Fatalf("removed row without stored signature: %+v", x)
 		}
 	}
 	out2 := filepath.Join(dir, "out2")
 	var stdout2 strings.Builder
 	o2 := o
-	o2.In, o2.IDField, o2.TextFields, o2.Out, o2.Reuse, o2.Stdout = []string{filepath.Join(out, "kept-*.parquet"), filepath.Join(out, "rejections-*.parquet")}, "id", []string{"text"}, out2, true, &stdout2
+	o2.In, o2.Out, o2.Reuse, o2.Stdout = []string{filepath.Join(out, "kept-*.parquet"), filepath.Join(out, "removed-*.parquet")}, out2, true, &stdout2
 	if err := runDedup(context.Background(), o2); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(stdout2.String(), "reused 400 stored signatures") {
 		t.Errorf("second run did not reuse signatures:\n%s", stdout2.String())
 	}
-	rej2, _ := filepath.Glob(filepath.Join(out2, "rejections-*.parquet"))
-	r2, err := engine.ReadAll[DedupRejectRow](rej2...)
+	rej2, _ := filepath.Glob(filepath.Join(out2, "removed-*.parquet"))
+	r2, err := engine.ReadAll[srcOut](rej2...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +101,41 @@ func TestDedupCommandParquetInput(t *testing.T) {
 		t.Errorf("second run removed %d, first %d", len(r2), len(r))
 	}
 	for _, x := range r2 {
-		if _, ok := first[x.ID]; !ok {
-			t.Errorf("second run removed %s, first kept it", x.ID)
+		if _, ok := first[x.Key]; !ok {
+			t.Errorf("second run removed %s, first kept it", x.Key)
 		}
+	}
+	// The first run's _dedup_ columns were replaced, not doubled: the
+	// second run's output has the input's two columns and its own.
+	sch, err := dedup.OpenInput(context.Background(), rej2, "key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := schemaNames(sch.Schema), "key,body,_dedup_cluster_id,_dedup_cluster_size,_dedup_survivor_id,_dedup_reason,_dedup_minhash,_dedup_text_hash,_dedup_minhash_params"; got != want {
+		t.Errorf("second run's removed columns %s, want %s", got, want)
+	}
+
+	// Without --reuse-signatures the earlier run's _dedup_ columns are a
+	// usage error naming the column and the file.
+	o3 := o2
+	o3.Reuse, o3.Out = false, filepath.Join(dir, "out3")
+	err = runDedup(context.Background(), o3)
+	if code := exitCode(context.Background(), err); code != exitUsage || !strings.Contains(err.Error(), `"_dedup_cluster_id"`) || !strings.Contains(err.Error(), "kept-00000.parquet") {
+		t.Errorf("reserved column: exit %d (%v), want %d naming _dedup_cluster_id and the file", code, err, exitUsage)
+	}
+	// --reuse-signatures on output written without --keep-signatures is a
+	// usage error naming the file.
+	o4 := o
+	o4.KeepSigs, o4.Out = false, filepath.Join(dir, "nosig")
+	if err := runDedup(context.Background(), o4); err != nil {
+		t.Fatal(err)
+	}
+	nosig, _ := filepath.Glob(filepath.Join(o4.Out, "kept-*.parquet"))
+	o5 := o
+	o5.In, o5.Reuse, o5.Out = nosig, true, filepath.Join(dir, "out5")
+	err = runDedup(context.Background(), o5)
+	if code := exitCode(context.Background(), err); code != exitUsage || !strings.Contains(err.Error(), nosig[0]) || !strings.Contains(err.Error(), "--keep-signatures") {
+		t.Errorf("reuse without signatures: exit %d (%v), want %d naming %s", code, err, exitUsage, nosig[0])
 	}
 
 	// A row missing the text field is a clear input error naming the file and line.
@@ -109,6 +146,27 @@ func TestDedupCommandParquetInput(t *testing.T) {
 	if !errors.Is(err, engine.ErrInput) || !strings.Contains(err.Error(), "bad.jsonl:2") {
 		t.Errorf("want input error naming bad.jsonl:2, got %v", err)
 	}
+}
+
+// srcOut reads the columns of srcRow's dedup output the tests look at.
+type srcOut struct {
+	Key           string  `arrow:"key"`
+	Body          string  `arrow:"body"`
+	ClusterID     string  `arrow:"_dedup_cluster_id"`
+	ClusterSize   int32   `arrow:"_dedup_cluster_size"`
+	SurvivorID    string  `arrow:"_dedup_survivor_id"`
+	Reason        string  `arrow:"_dedup_reason"`
+	Minhash       []int64 `arrow:"_dedup_minhash"`
+	TextHash      string  `arrow:"_dedup_text_hash"`
+	MinhashParams string  `arrow:"_dedup_minhash_params"`
+}
+
+func schemaNames(s *arrow.Schema) string {
+	var n []string
+	for _, f := range s.Fields() {
+		n = append(n, f.Name)
+	}
+	return strings.Join(n, ",")
 }
 
 func idIndex(t *testing.T, id string) int {

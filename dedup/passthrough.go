@@ -1,0 +1,599 @@
+package dedup
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+// Passthrough: `crucible dedup` writes its input rows unchanged (every
+// column, same names, same Arrow types, same order) and adds its own
+// columns, all named with ColumnPrefix so they cannot collide with input
+// columns.
+const (
+	ColumnPrefix = "_dedup_"
+
+	ColClusterID   = ColumnPrefix + "cluster_id"
+	ColClusterSize = ColumnPrefix + "cluster_size"
+	ColSurvivorID  = ColumnPrefix + "survivor_id"
+	ColReason      = ColumnPrefix + "reason"
+	// Stored signatures (`crucible dedup --keep-signatures`), read back by
+	// FileSource.ReuseSignatures. The unprefixed ColMinhash, ColTextHash and
+	// ColMinhashParams of older outputs are still read.
+	ColSigMinhash = ColumnPrefix + ColMinhash
+	ColSigText    = ColumnPrefix + ColTextHash
+	ColSigParams  = ColumnPrefix + ColMinhashParams
+)
+
+// IsOutputColumn reports whether name is one of the columns dedup writes.
+func IsOutputColumn(name string) bool {
+	switch name {
+	case ColClusterID, ColClusterSize, ColSurvivorID, ColReason, ColSigMinhash, ColSigText, ColSigParams:
+		return true
+	}
+	return false
+}
+
+// BatchRows is the number of rows per batch ScanBatches hands out.
+const BatchRows = 1024
+
+// Input is the rows of a set of JSONL/Parquet files as Arrow record
+// batches of one schema, for writing them through unchanged.
+type Input struct {
+	Paths   []string
+	IDField string
+	// Schema is the rows' schema, the same for all files (column names,
+	// order and types; a column nullable in one file is nullable here). A
+	// Parquet file's schema is its own (pqarrow: the stored Arrow schema when
+	// the file has one). JSONL files get one schema inferred from all their
+	// rows (see InferJSONLSchema), so reading JSONL input costs one more pass.
+	Schema *arrow.Schema
+	json   *jtype // inferred JSONL types (nil without JSONL files)
+}
+
+// OpenInput reads the schema of paths' rows; files of different schemas
+// are an error naming the first file of each and the first differing
+// column.
+func OpenInput(ctx context.Context, paths []string, idField string) (*Input, error) {
+	in := &Input{Paths: paths, IDField: idField}
+	var jsonl []string
+	var from string
+	merge := func(s *arrow.Schema, path string) error {
+		if in.Schema == nil {
+			in.Schema, from = s, path
+			return nil
+		}
+		m, err := mergeSchemas(in.Schema, s)
+		if err != nil {
+			return fmt.Errorf("%w: %s and %s have different columns: %v (dedup writes its input rows unchanged, so all inputs need one schema)",
+				engine.ErrInput, from, path, err)
+		}
+		in.Schema = m
+		return nil
+	}
+	for _, p := range paths {
+		if !engine.IsParquet(p) {
+			jsonl = append(jsonl, p)
+			continue
+		}
+		s, err := parquetSchema(p)
+		if err != nil {
+			return nil, err
+		}
+		if err := merge(s, p); err != nil {
+			return nil, err
+		}
+	}
+	if len(jsonl) > 0 {
+		root, err := inferJSONL(ctx, jsonl)
+		if err != nil {
+			return nil, err
+		}
+		in.json = root
+		if err := merge(root.schema(), jsonl[0]); err != nil {
+			return nil, err
+		}
+	}
+	if in.Schema == nil {
+		in.Schema = arrow.NewSchema(nil, nil)
+	}
+	return in, nil
+}
+
+// mergeSchemas returns a with b's nullability folded in, or an error naming
+// the first column that differs in name or type.
+func mergeSchemas(a, b *arrow.Schema) (*arrow.Schema, error) {
+	if a.NumFields() != b.NumFields() {
+		return nil, fmt.Errorf("%d columns (%s) vs %d (%s)", a.NumFields(), columnNames(a), b.NumFields(), columnNames(b))
+	}
+	fs := make([]arrow.Field, a.NumFields())
+	for i := range fs {
+		fa, fb := a.Field(i), b.Field(i)
+		if fa.Name != fb.Name || !arrow.TypeEqual(fa.Type, fb.Type) {
+			return nil, fmt.Errorf("column %d is %q %s vs %q %s", i+1, fa.Name, fa.Type, fb.Name, fb.Type)
+		}
+		fs[i] = arrow.Field{Name: fa.Name, Type: fa.Type, Nullable: fa.Nullable || fb.Nullable}
+	}
+	return arrow.NewSchema(fs, nil), nil
+}
+
+func openArrowParquet(path string) (*file.Reader, *pqarrow.FileReader, error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: not a readable Parquet file: %v", engine.ErrInput, path, err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: BatchRows}, memory.DefaultAllocator)
+	if err != nil {
+		pf.Close()
+		return nil, nil, fmt.Errorf("%w: %s: %v", engine.ErrInput, path, err)
+	}
+	return pf, fr, nil
+}
+
+func parquetSchema(path string) (s *arrow.Schema, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %s: corrupt Parquet: %v", engine.ErrInput, path, p)
+		}
+	}()
+	pf, fr, err := openArrowParquet(path)
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	s, err = fr.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", engine.ErrInput, path, err)
+	}
+	fs := make([]arrow.Field, s.NumFields())
+	for i, f := range s.Fields() {
+		fs[i] = arrow.Field{Name: f.Name, Type: f.Type, Nullable: f.Nullable} // field ids and metadata dropped
+	}
+	return arrow.NewSchema(fs, nil), nil
+}
+
+// ScanBatches streams the rows of the input files, in order, as record
+// batches of Schema of at most BatchRows rows, with each row's id as
+// ScanRecords gives it (a JSON string unquoted, other JSON values as their
+// text; a Parquet cell as text). Only one batch is held at a time.
+func (in *Input) ScanBatches(ctx context.Context, fn func(path string, rec arrow.RecordBatch, ids []string) error) error {
+	for _, p := range in.Paths {
+		var err error
+		if engine.IsParquet(p) {
+			err = scanParquetBatches(ctx, p, in.Schema, in.IDField, fn)
+		} else {
+			err = scanJSONLBatches(ctx, p, in.Schema, in.json, in.IDField, fn)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func scanParquetBatches(ctx context.Context, path string, schema *arrow.Schema, idField string, fn func(string, arrow.RecordBatch, []string) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %s: corrupt Parquet: %v", engine.ErrInput, path, p)
+		}
+	}()
+	pf, fr, err := openArrowParquet(path)
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	idCol := -1
+	for _, f := range strings.Split(idField, "|") {
+		if idx := schema.FieldIndices(f); len(idx) > 0 {
+			idCol = idx[0]
+			break
+		}
+	}
+	if idCol < 0 {
+		return fmt.Errorf("%w: %s: no column %q (columns: %s)", engine.ErrInput, path, idField, columnNames(schema))
+	}
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", engine.ErrInput, path, err)
+	}
+	defer rr.Release()
+	var ids []string
+	var row int64
+	for rr.Next() {
+		in := rr.RecordBatch()
+		if int(in.NumCols()) != schema.NumFields() {
+			return fmt.Errorf("%w: %s: %d columns, the schema read before has %d (input changed between passes)", engine.ErrInput, path, in.NumCols(), schema.NumFields())
+		}
+		rec := array.NewRecordBatch(schema, in.Columns(), in.NumRows())
+		ids = ids[:0]
+		a := rec.Column(idCol)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			row++
+			if a.IsNull(i) {
+				rec.Release()
+				return fmt.Errorf("%w: %s: row %d: null id field %q", engine.ErrInput, path, row, idField)
+			}
+			ids = append(ids, cellString(a, i))
+		}
+		err := fn(path, rec, ids)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %s: %v", engine.ErrInput, path, err)
+	}
+	return nil
+}
+
+func scanJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, root *jtype, idField string, fn func(string, arrow.RecordBatch, []string) error) error {
+	if !arrow.TypeEqual(arrow.StructOf(schema.Fields()...), arrow.StructOf(root.schema().Fields()...)) {
+		return fmt.Errorf("%w: %s: JSONL rows cannot be read as %s", engine.ErrInput, path, schema)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	var ids []string
+	n := 0
+	flush := func() error {
+		if n == 0 {
+			return nil
+		}
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		err := fn(path, rec, ids)
+		ids, n = ids[:0], 0
+		return err
+	}
+	alts := strings.Split(idField, "|")
+	var bad error
+	err := engine.ScanJSONL(path, func(line int64, raw []byte) error {
+		m, err := objectMembers(raw)
+		if err != nil {
+			return fmt.Errorf("%w: %s:%d: not a JSON object: %v", engine.ErrInput, path, line, err)
+		}
+		id, ok := "", false
+		for _, f := range alts {
+			if v, has := m[f]; has && string(v) != "null" {
+				id, ok = jsonIDText(v), true
+				break
+			}
+		}
+		if !ok {
+			return fmt.Errorf("%w: %s:%d: missing id field %q", engine.ErrInput, path, line, idField)
+		}
+		for i, name := range root.names {
+			if err := appendJSON(b.Field(i), root.fields[name], m[name]); err != nil {
+				return fmt.Errorf("%w: %s:%d: field %q: %v (input changed between passes?)", engine.ErrInput, path, line, name, err)
+			}
+		}
+		ids = append(ids, id)
+		if n++; n == BatchRows {
+			if err := flush(); err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+		return nil
+	}, func(e *engine.JSONLError) {
+		if bad == nil {
+			bad = fmt.Errorf("%w: %v", engine.ErrInput, e)
+		}
+	})
+	if err == nil {
+		err = bad
+	}
+	if err == nil {
+		err = flush()
+	}
+	return err
+}
+
+func jsonIDText(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
+}
+
+// JSON kinds of schema inference, in no order.
+type jkind uint8
+
+const (
+	jNull   jkind = iota // only nulls (or absent) so far
+	jBool                // true/false
+	jInt                 // integers that fit int64
+	jFloat               // numbers, not all integers
+	jString              // JSON strings
+	jList                // arrays
+	jObject              // objects
+	jRaw                 // incompatible kinds: the raw JSON text as a string
+)
+
+// jtype is the inferred type of one JSON value position.
+type jtype struct {
+	kind   jkind
+	elem   *jtype            // jList
+	names  []string          // jObject: keys in order of first appearance
+	fields map[string]*jtype // jObject
+}
+
+// InferJSONLSchema infers one Arrow schema from every row of the JSONL
+// files: top-level keys in order of first appearance become columns; a
+// column is int64 when every value is an integer that fits, float64 when
+// numbers mix integers and fractions, bool, string, a list of the inferred
+// element type, or a struct (nested objects, same rules per field); nulls
+// and absent keys are nulls. A column (or nested field or list element)
+// whose values mix incompatible kinds (a string and a number, an object
+// and a list, ...) becomes a string holding each value's raw JSON text
+// (strings keep their quotes); so does an object that never has a key. A
+// column that is null in every row is a string column of nulls. Memory: the
+// inferred type tree only.
+func InferJSONLSchema(ctx context.Context, paths []string) (*arrow.Schema, error) {
+	root, err := inferJSONL(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
+	return root.schema(), nil
+}
+
+func inferJSONL(ctx context.Context, paths []string) (*jtype, error) {
+	root := &jtype{kind: jObject, fields: map[string]*jtype{}}
+	var n int64
+	for _, p := range paths {
+		var bad error
+		err := engine.ScanJSONL(p, func(line int64, raw []byte) error {
+			if n++; n%4096 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if len(raw) == 0 || raw[0] != '{' {
+				return fmt.Errorf("%w: %s:%d: not a JSON object", engine.ErrInput, p, line)
+			}
+			if err := root.merge(raw); err != nil {
+				return fmt.Errorf("%w: %s:%d: not a JSON object: %v", engine.ErrInput, p, line, err)
+			}
+			return nil
+		}, func(e *engine.JSONLError) {
+			if bad == nil {
+				bad = fmt.Errorf("%w: %v", engine.ErrInput, e)
+			}
+		})
+		if err == nil {
+			err = bad
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	root.schema() // settles the types (an object without keys becomes raw)
+	return root, nil
+}
+
+// schema is the Arrow schema of a top-level (row) jtype.
+func (t *jtype) schema() *arrow.Schema {
+	fs := make([]arrow.Field, len(t.names))
+	for i, name := range t.names {
+		fs[i] = arrow.Field{Name: name, Type: t.fields[name].arrowType(), Nullable: true}
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+func kindOf(raw []byte) (jkind, error) {
+	if len(raw) == 0 {
+		return jNull, errors.New("empty value")
+	}
+	switch raw[0] {
+	case 'n':
+		return jNull, nil
+	case 't', 'f':
+		return jBool, nil
+	case '"':
+		return jString, nil
+	case '[':
+		return jList, nil
+	case '{':
+		return jObject, nil
+	}
+	if bytes.ContainsAny(raw, ".eE") {
+		return jFloat, nil
+	}
+	if _, err := strconv.ParseInt(string(raw), 10, 64); err != nil {
+		return jFloat, nil // an integer beyond int64
+	}
+	return jInt, nil
+}
+
+// merge widens t to hold the JSON value raw.
+func (t *jtype) merge(raw []byte) error {
+	k, err := kindOf(raw)
+	if err != nil || k == jNull || t.kind == jRaw {
+		return err
+	}
+	switch {
+	case t.kind == jNull:
+		t.kind = k
+		switch k {
+		case jList:
+			t.elem = &jtype{}
+		case jObject:
+			t.fields = map[string]*jtype{}
+		}
+	case t.kind == k:
+	case (t.kind == jInt && k == jFloat) || (t.kind == jFloat && k == jInt):
+		t.kind = jFloat
+		return nil
+	default:
+		*t = jtype{kind: jRaw}
+		return nil
+	}
+	switch k {
+	case jList:
+		return eachElem(raw, t.elem.merge)
+	case jObject:
+		return eachMember(raw, func(key string, v []byte) error {
+			f, ok := t.fields[key]
+			if !ok {
+				f = &jtype{}
+				t.fields[key] = f
+				t.names = append(t.names, key)
+			}
+			return f.merge(v)
+		})
+	}
+	return nil
+}
+
+func (t *jtype) arrowType() arrow.DataType {
+	switch t.kind {
+	case jBool:
+		return arrow.FixedWidthTypes.Boolean
+	case jInt:
+		return arrow.PrimitiveTypes.Int64
+	case jFloat:
+		return arrow.PrimitiveTypes.Float64
+	case jList:
+		return arrow.ListOf(t.elem.arrowType())
+	case jObject:
+		if len(t.names) == 0 {
+			*t = jtype{kind: jRaw} // Parquet has no empty struct
+			return arrow.BinaryTypes.String
+		}
+		fs := make([]arrow.Field, len(t.names))
+		for i, name := range t.names {
+			fs[i] = arrow.Field{Name: name, Type: t.fields[name].arrowType(), Nullable: true}
+		}
+		return arrow.StructOf(fs...)
+	}
+	return arrow.BinaryTypes.String // jString, jRaw, jNull
+}
+
+// appendJSON appends the JSON value raw (nil: absent) to b as type t.
+func appendJSON(b array.Builder, t *jtype, raw []byte) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		b.AppendNull()
+		return nil
+	}
+	switch t.kind {
+	case jBool:
+		var v bool
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		b.(*array.BooleanBuilder).Append(v)
+	case jInt:
+		v, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil {
+			return err
+		}
+		b.(*array.Int64Builder).Append(v)
+	case jFloat:
+		v, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
+			return err
+		}
+		b.(*array.Float64Builder).Append(v)
+	case jRaw:
+		b.(*array.StringBuilder).Append(string(raw))
+	case jString:
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		b.(*array.StringBuilder).Append(v)
+	case jList:
+		lb := b.(*array.ListBuilder)
+		lb.Append(true)
+		return eachElem(raw, func(e []byte) error { return appendJSON(lb.ValueBuilder(), t.elem, e) })
+	case jObject:
+		m, err := objectMembers(raw)
+		if err != nil {
+			return err
+		}
+		sb := b.(*array.StructBuilder)
+		sb.Append(true)
+		for i, name := range t.names {
+			if err := appendJSON(sb.FieldBuilder(i), t.fields[name], m[name]); err != nil {
+				return fmt.Errorf("%s: %v", name, err)
+			}
+		}
+	default: // jNull: no value was seen by the inference pass
+		return fmt.Errorf("value %.40s where the first pass saw only nulls", raw)
+	}
+	return nil
+}
+
+// objectMembers decodes a JSON object into its members' raw values (a
+// repeated key: the last one, as encoding/json does).
+func objectMembers(raw []byte) (map[string]json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	err := eachMember(raw, func(k string, v []byte) error { m[k] = v; return nil })
+	return m, err
+}
+
+func eachElem(raw []byte, fn func([]byte) error) error {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := d.Token(); err != nil || t != json.Delim('[') {
+		return fmt.Errorf("not a JSON array")
+	}
+	for d.More() {
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return err
+		}
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+	_, err := d.Token()
+	return err
+}
+
+func eachMember(raw []byte, fn func(key string, v []byte) error) error {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("not a JSON object")
+	}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return err
+		}
+		k, ok := t.(string)
+		if !ok {
+			return fmt.Errorf("object key %v is not a string", t)
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return err
+		}
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	if _, err := d.Token(); err != nil {
+		return err
+	}
+	if d.More() {
+		return fmt.Errorf("data after the object")
+	}
+	return nil
+}
