@@ -19,16 +19,12 @@ build:
 demo: setup build
 	./$(BIN) build --config examples/nightly.yaml
 
-# The normal pass, then the timing-sensitive packages again under load and
-# the race detector (scripts/test-load.sh).
-# go test starts packages in the order given: the longest first, so that
-# the two cores stay busy to the end instead of waiting on one late package.
-SLOW_FIRST := ./cmd/crucible/ ./examples/ ./rtl/ ./ops/gates/ ./cluster/ ./dedup/ ./kernels/ ./ops/synth/
-
+# go vet, then every test once (scripts/test.sh): the normal pass, the
+# timing-sensitive packages under load, the race detector over the
+# concurrent packages (scripts/test-load.sh; the lists: scripts/test-lists.sh).
 test: setup
 	$(GO) vet ./...
-	$(GO) test -timeout $(TEST_TIMEOUT) $(SLOW_FIRST) ./...
-	GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) bash scripts/test-load.sh
+	GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) bash scripts/test.sh
 
 # Simulations, subprocesses, servers and timers while two busy loops hold
 # both cores; -race over engine, dedup, ops/pack and cluster.
