@@ -115,6 +115,17 @@ func NewShardWriter[T any](dir, prefix, kind string, opts WriterOptions) (*Shard
 	if err != nil {
 		return nil, err
 	}
+	opts, mem, err := prepareWriter(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	var zero T
+	_, timed := any(zero).(TimedRow[T])
+	return &ShardWriter[T]{dir: dir, prefix: prefix, kind: kind, opts: opts, codec: c, schema: c.Schema(), mem: mem, timed: timed}, nil
+}
+
+// prepareWriter fills opts' defaults, picks the allocator and creates dir.
+func prepareWriter(dir string, opts WriterOptions) (WriterOptions, memory.Allocator, error) {
 	if opts.RowGroupBytes <= 0 {
 		opts.RowGroupBytes = DefaultWriterOptions().RowGroupBytes
 	}
@@ -126,11 +137,9 @@ func NewShardWriter[T any](dir, prefix, kind string, opts WriterOptions) (*Shard
 		mem = memory.DefaultAllocator
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrIO, err)
+		return opts, nil, fmt.Errorf("%w: %v", ErrIO, err)
 	}
-	var zero T
-	_, timed := any(zero).(TimedRow[T])
-	return &ShardWriter[T]{dir: dir, prefix: prefix, kind: kind, opts: opts, codec: c, schema: c.Schema(), mem: mem, timed: timed}, nil
+	return opts, mem, nil
 }
 
 // NewRecordShardWriter is a ShardWriter for rows whose columns are known only
@@ -139,18 +148,9 @@ func NewShardWriter[T any](dir, prefix, kind string, opts WriterOptions) (*Shard
 // groups, shards and commit protocol (temp file, footer re-read, fsync,
 // rename). Write is refused on it.
 func NewRecordShardWriter(dir, prefix, kind string, schema *arrow.Schema, opts WriterOptions) (*ShardWriter[arrow.RecordBatch], error) {
-	if opts.RowGroupBytes <= 0 {
-		opts.RowGroupBytes = DefaultWriterOptions().RowGroupBytes
-	}
-	if opts.ShardBytes <= 0 {
-		opts.ShardBytes = DefaultWriterOptions().ShardBytes
-	}
-	mem := opts.Allocator
-	if mem == nil {
-		mem = memory.DefaultAllocator
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrIO, err)
+	opts, mem, err := prepareWriter(dir, opts)
+	if err != nil {
+		return nil, err
 	}
 	return &ShardWriter[arrow.RecordBatch]{dir: dir, prefix: prefix, kind: kind, opts: opts, schema: schema, mem: mem}, nil
 }
