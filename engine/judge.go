@@ -267,8 +267,16 @@ func ItemsByID(items []Item) map[string]Item {
 }
 
 func (s *Judges) fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	return FanOut(ctx, s.workers, n, f)
+}
+
+// FanOut runs f(ctx, i) for i in [0, n) with at most limit at once, each
+// writing its result into a slot indexed by i (never by completion order):
+// the one fan-out of Judges and of the verifiers' own batch calls. The first
+// error cancels the rest and is returned; so is the caller's cancellation.
+func FanOut(ctx context.Context, limit, n int, f func(ctx context.Context, i int) error) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.workers)
+	g.SetLimit(max(limit, 1))
 	for i := 0; i < n; i++ {
 		if gctx.Err() != nil {
 			break

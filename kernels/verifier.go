@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/crucible-data/crucible/engine"
 )
 
@@ -152,22 +150,16 @@ func (v *Verifier) Close() error {
 	return errors.Join(errs...)
 }
 
-// VerifyAll judges every candidate against its item. Results are indexed
-// like cands, so the output order never depends on scheduling.
+// VerifyAll judges every candidate against its item through the engine's
+// one fan-out (engine.FanOut); results are indexed like cands, so the output
+// order never depends on scheduling.
 func (v *Verifier) VerifyAll(ctx context.Context, items map[string]engine.Item, cands []engine.Candidate) ([]engine.Evidence, error) {
 	out := make([]engine.Evidence, len(cands))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(v.cfg.Workers)
-	for i := range cands {
-		g.Go(func() error {
-			out[i] = v.Verify(gctx, items, cands[i])
-			return gctx.Err()
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return out, err
-	}
-	return out, nil
+	err := engine.FanOut(ctx, v.cfg.Workers, len(cands), func(ctx context.Context, i int) error {
+		out[i] = v.Verify(ctx, items, cands[i])
+		return ctx.Err()
+	})
+	return out, err
 }
 
 // Verify judges one candidate, retrying infrastructure failures.

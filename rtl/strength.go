@@ -425,40 +425,6 @@ func applyStrength(ev *engine.Evidence, rep StrengthReport) {
 	}
 }
 
-// strengthFor audits every item that has a candidate in cands (when the
-// audit is on), before any candidate is judged.
-func (v *Verifier) strengthFor(ctx context.Context, byID map[string]*engine.Item, cands []engine.Candidate) (map[string]StrengthReport, error) {
-	if !v.cfg.StrengthAudit {
-		return nil, nil
-	}
-	var ids []string
-	seen := map[string]bool{}
-	for _, c := range cands {
-		if byID[c.ItemID] != nil && !seen[c.ItemID] {
-			seen[c.ItemID] = true
-			ids = append(ids, c.ItemID)
-		}
-	}
-	reps := make([]StrengthReport, len(ids))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(v.cfg.Workers)
-	for i, id := range ids {
-		g.Go(func() error {
-			r, err := v.Strength(gctx, *byID[id])
-			reps[i] = r
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	out := make(map[string]StrengthReport, len(ids))
-	for i, id := range ids {
-		out[id] = reps[i]
-	}
-	return out, nil
-}
-
 // strengthRejection is the verify_rtl stage's rejection reason for an
 // audited item: weak_verifier for a weak or unmeasurable harness, unjudged
 // when an infrastructure failure kept the audit from running; "" to keep.

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/crucible-data/crucible/engine"
 )
 
@@ -61,47 +59,45 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 // Config returns the verifier's configuration.
 func (v *Verifier) Config() Config { return v.cfg }
 
-// Verify judges every candidate against its item and returns one evidence
-// row per candidate, in candidate order. Verdicts are data: the error is
-// non-nil only when ctx is cancelled.
+// Verify judges every candidate against its item (as an RTL item, whatever
+// its domain field says) and returns one evidence row per candidate, in
+// candidate order, through the engine's one fan-out (engine.FanOut).
+// Verdicts are data: the error is non-nil only when ctx is cancelled.
 func (v *Verifier) Verify(ctx context.Context, items []engine.Item, cands []engine.Candidate) ([]engine.Evidence, error) {
 	byID := make(map[string]*engine.Item, len(items))
 	for i := range items {
 		byID[items[i].ItemID] = &items[i]
 	}
-	strength, err := v.strengthFor(ctx, byID, cands)
-	if err != nil {
-		return nil, err
-	}
 	out := make([]engine.Evidence, len(cands))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(v.cfg.Workers)
-	for i := range cands {
-		g.Go(func() error {
-			ev, err := v.verifyOne(gctx, byID[cands[i].ItemID], cands[i])
-			if err != nil {
-				return err
-			}
-			if rep, ok := strength[cands[i].ItemID]; ok {
-				applyStrength(&ev, rep)
-			}
-			out[i] = ev
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	err := engine.FanOut(ctx, v.cfg.Workers, len(cands), func(ctx context.Context, i int) error {
+		var err error
+		if it := byID[cands[i].ItemID]; it != nil {
+			out[i], err = v.VerifyOne(ctx, *it, cands[i])
+		} else {
+			out[i], err = v.verifyOne(ctx, nil, cands[i]) // payload_corrupt: no such item
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// VerifyOne judges a single candidate.
+// VerifyOne judges a single candidate (engine.Judge's Judge): the
+// candidate's verdict, then the harness-strength audit of its item (cached
+// per task and toolchain), which turns a pass on a weak harness unjudged.
 func (v *Verifier) VerifyOne(ctx context.Context, item engine.Item, cand engine.Candidate) (engine.Evidence, error) {
-	evs, err := v.Verify(ctx, []engine.Item{item}, []engine.Candidate{cand})
+	ev, err := v.verifyOne(ctx, &item, cand)
+	if err != nil || !v.cfg.StrengthAudit {
+		return ev, err
+	}
+	rep, err := v.Strength(ctx, item)
 	if err != nil {
 		return engine.Evidence{}, err
 	}
-	return evs[0], nil
+	applyStrength(&ev, rep)
+	return ev, nil
 }
 
 func (v *Verifier) verifyOne(ctx context.Context, item *engine.Item, cand engine.Candidate) (engine.Evidence, error) {
@@ -559,23 +555,19 @@ func toolVersions(ts []engine.Tool) string {
 const ReferenceCandidateID = engine.ReferenceCandidateID
 
 // VerifyReferences runs every item's reference self-check (cached per task
-// and toolchain) and returns one evidence row per item, candidate_id
-// "reference": pass when the reference passes its own harness, otherwise
-// unjudged with the stage that says why (reference_self_check when the
-// reference itself fails under this toolchain). The reference is trusted,
-// so it is not screened.
+// and toolchain; engine.Judge's SelfCheck) through the engine's one fan-out
+// (engine.FanOut) and returns one evidence row per item, candidate_id "reference": pass when
+// the reference passes its own harness, otherwise unjudged with the stage
+// that says why (reference_self_check when the reference itself fails under
+// this toolchain). The reference is trusted, so it is not screened.
 func (v *Verifier) VerifyReferences(ctx context.Context, items []engine.Item) ([]engine.Evidence, error) {
 	out := make([]engine.Evidence, len(items))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(v.cfg.Workers)
-	for i := range items {
-		g.Go(func() error {
-			ev, err := v.verifyReference(gctx, items[i])
-			out[i] = ev
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	err := engine.FanOut(ctx, v.cfg.Workers, len(items), func(ctx context.Context, i int) error {
+		var err error
+		out[i], err = v.verifyReference(ctx, items[i])
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
