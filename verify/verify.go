@@ -45,22 +45,38 @@ func RegisterStages(reg *engine.Registry) {
 			}
 			return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error {
 				rc.Logger = st.Log
-				judges, err := engine.NewJudges(sc.Workers,
-					engine.LazyJudge(engine.DomainRTL, func() (engine.Judge, error) { return rtl.NewVerifier(rc) }),
-					engine.LazyJudge(engine.DomainKernel, func() (engine.Judge, error) {
-						v, err := kernels.NewVerifier(kc, st.Log)
-						if err != nil {
-							return nil, err
-						}
-						return kernels.StageJudge{Verifier: v, DropUnjudged: sc.Kernel.DropUnjudged}, nil
-					}))
-				if err != nil {
-					return err
-				}
+				judges := LazyJudges(sc.Workers, rc, kc, sc.Kernel.DropUnjudged, st.Log)
 				defer judges.Close()
 				return engine.RunVerifyStage(ctx, st, judges)
 			}), nil
 		}, Doc: "self-checks every item's reference and judges upstream candidates, each by its domain's judge (RTL: sandboxed Icarus/Verilator with harness-strength audit; kernels: cpu/cuda/triton); writes items, evidence, rejections"})
+}
+
+// LazyJudges is the RTL and the kernel judge, each built from its config on
+// first use, so a run that never judges a domain never probes its
+// toolchain (the verify stage; rollouts that come without a verdict). The
+// kernel judge keeps unjudged GPU tasks in a verify stage unless
+// dropUnjudged. A judge that cannot be built is a configuration error.
+func LazyJudges(workers int, rc rtl.Config, kc kernels.Config, dropUnjudged bool, log *slog.Logger) *engine.Judges {
+	rtlJudge := engine.LazyJudge(engine.DomainRTL, func() (engine.Judge, error) {
+		v, err := rtl.NewVerifier(rc)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", engine.ErrConfig, err)
+		}
+		return v, nil
+	})
+	kernelJudge := engine.LazyJudge(engine.DomainKernel, func() (engine.Judge, error) {
+		v, err := kernels.NewVerifier(kc, log)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", engine.ErrConfig, err)
+		}
+		return kernels.StageJudge{Verifier: v, DropUnjudged: dropUnjudged}, nil
+	})
+	js, err := engine.NewJudges(workers, rtlJudge, kernelJudge)
+	if err != nil {
+		panic(err) // one judge per domain: the two cannot clash
+	}
+	return js
 }
 
 // JudgesFor builds the judge of every domain items hold (RTL, kernels), so a

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -48,36 +47,14 @@ func newRegistry() *engine.Registry {
 // rollouts never probes a toolchain. The select stage and `crucible select`
 // take the same set.
 func rolloutJudges(simulator string, workers int) *engine.Judges {
-	rtlJudge := engine.LazyJudge(engine.DomainRTL, func() (engine.Judge, error) {
-		rc := rtl.DefaultConfig()
-		if simulator != "" {
-			rc.Simulator = simulator
-		}
-		if workers > 0 {
-			rc.Workers = workers
-		}
-		v, err := rtl.NewVerifier(rc)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", engine.ErrConfig, err)
-		}
-		return v, nil
-	})
-	kernelJudge := engine.LazyJudge(engine.DomainKernel, func() (engine.Judge, error) {
-		kc := kernels.DefaultConfig()
-		if workers > 0 {
-			kc.Workers = workers
-		}
-		v, err := kernels.NewVerifier(kc, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", engine.ErrConfig, err)
-		}
-		return v, nil
-	})
-	js, err := engine.NewJudges(workers, rtlJudge, kernelJudge)
-	if err != nil {
-		panic(err) // two judges of distinct domains cannot clash
+	rc, kc := rtl.DefaultConfig(), kernels.DefaultConfig()
+	if simulator != "" {
+		rc.Simulator = simulator
 	}
-	return js
+	if workers > 0 {
+		rc.Workers, kc.Workers = workers, workers
+	}
+	return verify.LazyJudges(workers, rc, kc, false, nil)
 }
 
 // verifyCommands lists `crucible verify` subcommands.
