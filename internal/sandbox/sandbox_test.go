@@ -219,6 +219,13 @@ int main(int argc, char **argv) {
 	printf("kill ppid: %s\n", kill(getppid(), SIGKILL) ? strerror(errno) : "sent");
 	printf("sigqueue ppid: %s\n", sigqueue(getppid(), SIGKILL, v) ? strerror(errno) : "sent");
 	printf("kill 1 TERM: %s\n", kill(1, SIGTERM) ? strerror(errno) : "sent");
+	/* Every other signal too, through kill and sigqueue: none may end the init. */
+	for (int s = 1; s < 65; s++) {
+		if (s == SIGKILL || s == SIGSTOP) continue;
+		int k = kill(1, s), q = sigqueue(1, s, v);
+		printf("signal %d to pid 1: kill %s, sigqueue %s\n", s, k ? strerror(errno) : "sent", q ? strerror(errno) : "sent");
+	}
+	usleep(20000); /* let a fatal signal land before the job ends */
 	printf("kill host verifier: %s\n", kill(host, SIGKILL) ? strerror(errno) : "sent");
 	printf("sigqueue host verifier: %s\n", sigqueue(host, SIGKILL, v) ? strerror(errno) : "sent");
 	signal(SIGTERM, SIG_IGN);
@@ -561,9 +568,12 @@ func TestIdentity(t *testing.T) {
 		defer func(old bool) { forceOwnUID = old }(forceOwnUID)
 		forceOwnUID = own
 		dir := t.TempDir()
-		r := runIn(t, dir, testLimits, time.Minute, "sh", "-c", "id -u; grep -E '^(Cap(Prm|Eff|Bnd|Amb)|NoNewPrivs)' /proc/self/status; cat /proc/1/comm; hostname")
+		r := runIn(t, dir, testLimits, time.Minute, "sh", "-c", "id -u; grep -E '^(Cap(Prm|Eff|Bnd|Amb)|NoNewPrivs|SigIgn)' /proc/self/status; cat /proc/1/comm; hostname")
 		want := []string{"1000\n", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
-			"CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "sandbox-init\n", "sandbox\n"}
+			"CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "sandbox-init\n", "sandbox\n",
+			// The job starts with no signal ignored (the init's own signal
+			// set-up is not inherited).
+			"SigIgn:\t0000000000000000"}
 		if !own {
 			// In a nested user namespace (own uid) the bounding set is the
 			// new namespace's full one; it grants nothing under no_new_privs.
