@@ -24,45 +24,67 @@ min_samples=200
 failed=0
 total=0
 
-# run_tb <dir> <top.sv>: prints "<mismatches> <samples>" or "ERR <reason>"
-run_tb() {
-    local dir=$1 top=$2 out
+# compile_tb <dir> <top.sv>: compiles the testbench, the reference and top.sv into $work/sim; fails on a compile error.
+compile_tb() {
     rm -f "$work/sim"
-    if ! iverilog -g2012 -o "$work/sim" "$dir/testbench.sv" "$dir/reference.sv" "$top" 2>"$work/iverilog.log"; then
-        echo "ERR compile"; return
-    fi
-    out=$(cd "$work" && timeout 120 vvp -n sim 2>&1)
+    iverilog -g2012 -o "$work/sim" "$1/testbench.sv" "$1/reference.sv" "$2" 2>"$work/iverilog.log"
+}
+
+# sim_tb [plusargs...]: runs $work/sim; prints "<mismatches> <samples>" or "ERR <reason>"
+sim_tb() {
+    local out line
+    out=$(cd "$work" && timeout 120 vvp -n sim "$@" 2>&1)
     if grep -q '^TIMEOUT' <<<"$out"; then echo "ERR timeout"; return; fi
-    local line
     line=$(grep -E '^Mismatches: [0-9]+ in [0-9]+ samples$' <<<"$out" | tail -n 1)
     if [ -z "$line" ]; then echo "ERR no-result"; return; fi
     awk '{print $2, $4}' <<<"$line"
 }
 
-# stuck_mutant <dir> <port> <bit> <0|1>: writes a TopModule wrapper around the renamed reference
-# that forces one bit of one port (an output it drives, or an input it passes on) and passes everything else through.
-stuck_mutant() {
-    local dir=$1 port=$2 bit=$3 val=$4 f="$work/mut.sv"
+# run_tb <dir> <top.sv>: compiles and runs; prints "<mismatches> <samples>" or "ERR <reason>"
+run_tb() {
+    if ! compile_tb "$1" "$2"; then echo "ERR compile"; return; fi
+    sim_tb
+}
+
+# stuck_mutants <dir> <mutant>...: writes one TopModule wrapper around the renamed reference holding every
+# stuck-at mutant ("<port> <bit> <0|1>": one bit of one port, an output it drives or an input it passes on,
+# forced); the plusarg +mut=<k> selects mutant k (0-based) at time 0, and no plusarg is the plain reference.
+# One compile per task instead of one per mutant: the mutants differ only in which one +mut selects.
+stuck_mutants() {
+    local dir=$1 f="$work/mut.sv" k name dirn width port bit val expr lit
+    shift
+    local muts=("$@")
     sed 's/\bRefModule\b/RefMut/g' "$dir/reference.sv" >"$f"
+    # mutant_expr <port> <base expression> <width>: base wrapped in one select per mutant of the port.
+    mutant_expr() {
+        local p=$1 e=$2 w=$3
+        for k in "${!muts[@]}"; do
+            read -r port bit val <<<"${muts[$k]}"
+            [ "$port" = "$p" ] || continue
+            lit="(${w}'d1 << $bit)"
+            if [ "$val" = 1 ]; then e="(crucible_mut == $k) ? ($2 | $lit) : $e"; else e="(crucible_mut == $k) ? ($2 & ~$lit) : $e"; fi
+        done
+        echo "$e"
+    }
     {
         echo "module TopModule ("
         jq -r '.interface.ports | map((if .direction == "input" then "input " else "output " end)
                + (if .width > 1 then "[\(.width - 1):0] " else "" end) + .name) | join(",\n")' "$dir/task.json"
         echo ");"
+        echo "integer crucible_mut = -1;"
+        echo 'initial if (!$value$plusargs("mut=%d", crucible_mut)) crucible_mut = -1;'
         jq -r '.interface.ports[] | select(.direction == "output")
                | "wire " + (if .width > 1 then "[\(.width - 1):0] " else "" end) + .name + "_m;"' "$dir/task.json"
         echo "RefMut m ("
-        jq -r --arg p "$port" --argjson b "$bit" --argjson v "$val" '.interface.ports
-               | map(if .direction != "input" then ".\(.name)(\(.name)_m)"
-                     elif .name != $p then ".\(.name)(\(.name))"
-                     elif $v == 1 then ".\(.name)(\(.name) | (\(.width)'"'"'d1 << \($b)))"
-                     else ".\(.name)(\(.name) & ~(\(.width)'"'"'d1 << \($b)))" end) | join(",\n")' "$dir/task.json"
+        local conns=()
+        while read -r name dirn width; do
+            if [ "$dirn" = input ]; then conns+=(".$name($(mutant_expr "$name" "$name" "$width"))"); else conns+=(".$name(${name}_m)"); fi
+        done < <(jq -r '.interface.ports[] | "\(.name) \(.direction) \(.width)"' "$dir/task.json")
+        (IFS=,; echo "${conns[*]}")
         echo ");"
-        jq -r --arg p "$port" --argjson b "$bit" --argjson v "$val" '.interface.ports[] | select(.direction == "output")
-               | if .name == $p then
-                   (if $v == 1 then "assign \(.name) = \(.name)_m | (\(.width)'"'"'d1 << \($b));"
-                    else "assign \(.name) = \(.name)_m & ~(\(.width)'"'"'d1 << \($b));" end)
-                 else "assign \(.name) = \(.name)_m;" end' "$dir/task.json"
+        while read -r name width; do
+            echo "assign $name = $(mutant_expr "$name" "${name}_m" "$width");"
+        done < <(jq -r '.interface.ports[] | select(.direction == "output") | "\(.name) \(.width)"' "$dir/task.json")
         echo "endmodule"
     } >>"$f"
 }
@@ -133,19 +155,30 @@ for dir in "$rtl"/*/; do
     fi
 
     # 4. mutants must be caught
-    killed=0; nmut=0; survivors=()
+    killed=0; nmut=0; survivors=(); muts=()
     while read -r port width; do
         bits=0; [ "$width" -gt 1 ] && bits="0 $((width - 1))"
         for b in $bits; do
-            for v in 0 1; do
-                nmut=$((nmut + 1))
-                stuck_mutant "$dir" "$port" "$b" "$v"
-                read -r mmm _ <<<"$(run_tb "$dir" "$work/mut.sv")"
-                if [[ "$mmm" =~ ^[0-9]+$ ]] && [ "$mmm" -gt 0 ]; then killed=$((killed + 1)); else survivors+=("$port[$b]=$v:$mmm"); fi
-            done
+            for v in 0 1; do muts+=("$port $b $v"); done
         done
     done < <(jq -r --arg c "$clk" --arg r "$rst" '.interface.ports[] | select(.name != $c and .name != $r)
                     | "\(.name) \(.width)"' "$dir/task.json")
+    if [ ${#muts[@]} -gt 0 ]; then
+        stuck_mutants "$dir" "${muts[@]}"
+        if ! compile_tb "$dir" "$work/mut.sv"; then
+            problems+=("stuck-at mutants do not compile: $(head -n 3 "$work/iverilog.log" | tr '\n' ' ')")
+        else
+            # The wrapper with no mutant selected must be the reference: else a "caught" mutant proves nothing.
+            read -r mmm _ <<<"$(sim_tb)"
+            [ "$mmm" = 0 ] || problems+=("mutant wrapper without a mutant: $mmm mismatches")
+            for k in "${!muts[@]}"; do
+                nmut=$((nmut + 1))
+                read -r port b v <<<"${muts[$k]}"
+                read -r mmm _ <<<"$(sim_tb "+mut=$k")"
+                if [[ "$mmm" =~ ^[0-9]+$ ]] && [ "$mmm" -gt 0 ]; then killed=$((killed + 1)); else survivors+=("$port[$b]=$v:$mmm"); fi
+            done
+        fi
+    fi
     if [ -n "$rst" ]; then
         nmut=$((nmut + 1))
         if reset_mutant "$dir" "$rst" "$pol" "$kind"; then
