@@ -16,7 +16,9 @@ load_pkgs=(./cmd/crucible/ ./rtl/ ./ops/gates/ ./cluster/ ./kernels/... ./ops/sy
 # - TestKilledBuildResumesToIdenticalOutput: kills at counted crash points,
 #   never by timing, so load cannot change what it tests.
 # - The corpus-scale repeats of verdict paths that smaller tests take under
-#   load: TestAdmitBundledSeedsEveryOperator (every operator on every seed;
+#   load: TestAdmitBundledSeedsEveryOperator (every operator on six seeds
+#   that cover them all, invariants item by item; the demo build's test checks
+#   every operator admits over all 30;
 #   TestEvolveThenAdmit and TestAdmitVerilogEvalSample admit under load),
 #   TestSynthesizeOnTheBundledCorpusMatchesVerifyRTL (ops/synth's tests
 #   synthesize and judge under load) and TestVerilatorBackend (Verilator

@@ -11,6 +11,7 @@ import (
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/internal/testenv"
+	"github.com/crucible-data/crucible/ops/evolve"
 	"github.com/crucible-data/crucible/report"
 )
 
@@ -164,6 +165,20 @@ func TestReportOfDemoBuild(t *testing.T) {
 	}
 	checkReportAgainstShards(t, work, r)
 	checkReportWithDuckDB(t, work, r)
+	// Every evolution operator, and re-specification, admits items over the
+	// bundled seeds (ops/gates' TestAdmitBundledSeedsEveryOperator checks
+	// the admission invariants on a covering subset of the seeds).
+	admitted := map[string]int64{}
+	for _, o := range r.Operators {
+		if o.AdmitStage != "" {
+			admitted[o.Operator] += o.Admitted
+		}
+	}
+	for _, op := range append(evolve.DefaultOperatorNames(), evolve.OpRespecify) {
+		if admitted[op] == 0 {
+			t.Errorf("operator %s: no item admitted by the demo build (operators: %+v)", op, r.Operators)
+		}
+	}
 	page, err := os.ReadFile(filepath.Join(work, report.HTMLFile))
 	if err != nil {
 		t.Fatal(err)

@@ -139,8 +139,24 @@ func checkInvariant(t *testing.T, res *Result) map[string]int {
 	return perOp
 }
 
+// everyOperatorSeeds are six of the 30 bundled seeds on which every operator
+// admits at least two items (a greedy cover of what all 30 admit). The
+// demo build evolves and admits all 30 (TestReportOfDemoBuild checks that
+// every operator admits there); here the admission invariants are checked
+// item by item at a fifth of the cost.
+var everyOperatorSeeds = map[string]bool{"fsm_traffic_light_ped": true, "shift_sipo8_done": true, "barrel_shifter16": true,
+	"fsm_moore_1011": true, "arbiter_fixed4": true, "fsm_mealy_1101": true}
+
 func TestAdmitBundledSeedsEveryOperator(t *testing.T) {
-	seeds := loadItems(t, ingest.PresetTaskDir, filepath.Join(testenv.RepoRoot(t), "examples", "seeds", "rtl"))
+	var seeds []engine.Item
+	for _, s := range loadItems(t, ingest.PresetTaskDir, filepath.Join(testenv.RepoRoot(t), "examples", "seeds", "rtl")) {
+		if everyOperatorSeeds[s.ItemID] {
+			seeds = append(seeds, s)
+		}
+	}
+	if len(seeds) != len(everyOperatorSeeds) {
+		t.Fatalf("found %d of the %d covering seeds under examples/seeds/rtl", len(seeds), len(everyOperatorSeeds))
+	}
 	_, res := evolveAndAdmit(t, seeds, nil, nil)
 	perOp := checkInvariant(t, res)
 	for _, op := range append(evolve.DefaultOperatorNames(), evolve.OpRespecify) {
