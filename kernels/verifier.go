@@ -39,6 +39,9 @@ type Config struct {
 	CC                string        `yaml:"cc"`           // C compiler for the cpu backend
 	Python            string        `yaml:"python"`       // interpreter for the triton backend
 	TempDir           string        `yaml:"temp_dir"`     // parent of scratch dirs ("" = os.TempDir)
+	// StrengthMutants bounds the mutants of the reference the strength
+	// audit judges (audit.go), taken from the registered sources in order.
+	StrengthMutants int `yaml:"strength_mutants"`
 }
 
 // DefaultConfig returns settings that judge a small kernel in about a second
@@ -46,7 +49,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Backend: BackendAuto, Trials: 5, Warmup: 2, Reps: 5, FlushBytes: 8 << 20, Timeout: 60 * time.Second,
 		CompileTimeout: 60 * time.Second, CompileMemBytes: 1 << 30, MemLimitBytes: 1 << 30, Workers: runtime.NumCPU(), SpeedupThreshold: 1.05,
-		SuspiciousSpeedup: 100, SuspiciousSamples: 8, BootstrapRounds: 1000, Alpha: 0.05, MaxAttempts: 2, CC: "gcc", Python: "python3"}
+		SuspiciousSpeedup: 100, SuspiciousSamples: 8, BootstrapRounds: 1000, Alpha: 0.05, MaxAttempts: 2, CC: "gcc", Python: "python3",
+		StrengthMutants: 3}
 }
 
 // Validate reports every bad field.
@@ -57,6 +61,9 @@ func (c Config) Validate() error {
 	case BackendAuto, BackendCPU, BackendCUDA, BackendTriton:
 	default:
 		bad("backend %q: want auto, cpu, cuda or triton", c.Backend)
+	}
+	if c.StrengthMutants < 0 {
+		bad("strength_mutants must be >= 0, got %d", c.StrengthMutants)
 	}
 	if c.Trials < 1 {
 		bad("trials must be >= 1, got %d", c.Trials)
@@ -122,6 +129,7 @@ type Verifier struct {
 	log      *slog.Logger
 	backends map[string]Backend
 	pool     *gpuPool
+	audits   auditCache
 }
 
 // NewVerifier builds the backends. Backends that cannot run here are kept:

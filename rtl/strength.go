@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 
@@ -57,146 +56,26 @@ const strengthVersion = "strength-v2" // v2: the batch replay (strength_batch.go
 
 // Candidate-name prefixes.
 const (
-	StrengthTrivialPrefix = "trivial:"
-	StrengthMutantPrefix  = "mutant:"
+	StrengthTrivialPrefix = engine.StrengthTrivialPrefix
+	StrengthMutantPrefix  = engine.StrengthMutantPrefix
 )
 
-// StrengthCandidate is one known-wrong candidate of an audit.
-type StrengthCandidate struct {
-	Name string // e.g. trivial:all_x, trivial:stuck0:q, mutant:netlist_3, mutant:arith_swap
-	Code string // a module named as the DUT (candidate form of a differential/self-checking contract)
+// The audit's types are the engine's, one shape for every domain.
+type (
+	StrengthCandidate = engine.StrengthCandidate
+	StrengthTally     = engine.StrengthTally
+	StrengthReport    = engine.StrengthReport
+)
+
+// Audit implements engine.StrengthAuditor: the harness-strength audit.
+func (v *Verifier) Audit(ctx context.Context, item engine.Item) (engine.StrengthReport, error) {
+	return v.Strength(ctx, item)
 }
 
-// MutantSource derives up to max mutants of a reference given in candidate
-// form (its top module named dut). Names are returned without the "mutant:"
-// prefix. A source that does not apply returns none.
-type MutantSource func(ref, dut string, iface engine.Interface, max int) []StrengthCandidate
-
-var mutantSources struct {
-	mu    sync.Mutex
-	names []string
-	fns   map[string]MutantSource
-}
-
-// RegisterMutantSource adds a mutant source to every verifier's strength
-// audit (ops/gates registers the evolution operators; rtl cannot import
-// them). Its name is part of the audit's cache key.
-func RegisterMutantSource(name string, fn MutantSource) {
-	mutantSources.mu.Lock()
-	defer mutantSources.mu.Unlock()
-	if mutantSources.fns == nil {
-		mutantSources.fns = map[string]MutantSource{}
-	}
-	if _, dup := mutantSources.fns[name]; !dup {
-		mutantSources.names = append(mutantSources.names, name)
-		sort.Strings(mutantSources.names)
-	}
-	mutantSources.fns[name] = fn
-}
-
-func registeredSources() ([]string, []MutantSource) {
-	mutantSources.mu.Lock()
-	defer mutantSources.mu.Unlock()
-	var fns []MutantSource
-	for _, n := range mutantSources.names {
-		fns = append(fns, mutantSources.fns[n])
-	}
-	return append([]string(nil), mutantSources.names...), fns
-}
-
-// StrengthTally counts one class of audit candidates.
-type StrengthTally struct {
-	Tried      int      `json:"tried"`  // judged, neither invalid nor equivalent
-	Killed     int      `json:"killed"` // of those, failed by the harness
-	Survivors  []string `json:"survivors,omitempty"`
-	Equivalent []string `json:"equivalent,omitempty"` // passed, and the probe saw no difference to the reference
-	Invalid    []string `json:"invalid,omitempty"`    // did not build: they test nothing
-}
-
-// StrengthReport is the measured strength of one task's harness.
-type StrengthReport struct {
-	// Measured is false when the audit could not run (Stage, Cause say why);
-	// then nothing is known about the harness and passes are not trusted.
-	Measured bool          `json:"measured"`
-	Stage    string        `json:"stage,omitempty"`
-	Cause    string        `json:"cause,omitempty"`
-	Trivial  StrengthTally `json:"trivial"`
-	Mutants  StrengthTally `json:"mutants"`
-	// Notes say what the audit could not generate (e.g. no netlist mutants
-	// when Yosys cannot read the reference).
-	Notes []string `json:"notes,omitempty"`
-	// NothingToMutate: the reference's netlist has no cell (it drives
-	// constants), so no mutant exists and the kill rate does not apply.
-	NothingToMutate bool `json:"nothing_to_mutate,omitempty"`
-	Candidates      int  `json:"candidates"` // audit candidates simulated (probe runs not counted)
-	definitive      bool
-}
-
-// Weak reports whether a trivial candidate passed the harness.
-func (r StrengthReport) Weak() bool { return r.Measured && len(r.Trivial.Survivors) > 0 }
-
-// MutantKillRate is killed/tried of the mutants; ok is false when no
-// mutant could be judged.
-func (r StrengthReport) MutantKillRate() (rate float64, ok bool) {
-	if r.Mutants.Tried == 0 {
-		return 0, false
-	}
-	return float64(r.Mutants.Killed) / float64(r.Mutants.Tried), true
-}
-
-// Survivors lists every surviving candidate's name.
-func (r StrengthReport) Survivors() []string {
-	return append(append([]string(nil), r.Trivial.Survivors...), r.Mutants.Survivors...)
-}
-
-// Summary is a one-line account for causes and logs.
-func (r StrengthReport) Summary() string {
-	if !r.Measured {
-		return "harness strength not measured: " + r.Stage + ": " + r.Cause
-	}
-	s := fmt.Sprintf("harness kills %d/%d trivial candidates and %d/%d mutants", r.Trivial.Killed, r.Trivial.Tried, r.Mutants.Killed, r.Mutants.Tried)
-	if sv := r.Survivors(); len(sv) > 0 {
-		s += "; survivors: " + strings.Join(sv, ", ")
-	}
-	return s
-}
-
-// ItemStrength is the report in the item's schema (engine.Item.VerifierStrength).
-func (r StrengthReport) ItemStrength() engine.VerifierStrength {
-	if !r.Measured {
-		return engine.VerifierStrength{}
-	}
-	return engine.VerifierStrength{Measured: true,
-		TrivialKilled: int32(r.Trivial.Killed), TrivialTried: int32(r.Trivial.Tried),
-		MutantKilled: int32(r.Mutants.Killed), MutantTried: int32(r.Mutants.Tried),
-		Survivors: r.Survivors()}
-}
-
-// Measurements are the report as evidence measurements (on the reference's
-// row): verifier_strength is killed/tried over all audit candidates.
-func (r StrengthReport) Measurements() []engine.Measurement {
-	if !r.Measured {
-		return []engine.Measurement{engine.TextM("verifier_strength_unmeasured", truncate(r.Stage+": "+r.Cause, 300))}
-	}
-	killed, tried := r.Trivial.Killed+r.Mutants.Killed, r.Trivial.Tried+r.Mutants.Tried
-	ms := []engine.Measurement{
-		engine.FloatM("verifier_strength", ratio(killed, tried)),
-		engine.IntM("strength_killed", int64(killed)), engine.IntM("strength_tried", int64(tried)),
-		engine.IntM("strength_trivial_killed", int64(r.Trivial.Killed)), engine.IntM("strength_trivial_tried", int64(r.Trivial.Tried)),
-		engine.IntM("strength_mutants_killed", int64(r.Mutants.Killed)), engine.IntM("strength_mutants_tried", int64(r.Mutants.Tried)),
-		engine.IntM("strength_equivalent", int64(len(r.Trivial.Equivalent)+len(r.Mutants.Equivalent))),
-	}
-	if sv := r.Survivors(); len(sv) > 0 {
-		ms = append(ms, engine.TextM("strength_survivors", truncate(strings.Join(sv, ", "), 1000)))
-	}
-	return ms
-}
-
-func ratio(a, b int) float64 {
-	if b == 0 {
-		return 0
-	}
-	return float64(a) / float64(b)
+// registeredSources are the RTL audit's registered mutant sources
+// (engine.RegisterMutantSource for DomainRTL).
+func registeredSources() ([]string, []engine.MutantSource) {
+	return engine.MutantSources(engine.DomainRTL)
 }
 
 // strengthState is the verifier's audit cache and its process bound.
@@ -227,7 +106,7 @@ func (v *Verifier) Strength(ctx context.Context, item engine.Item) (StrengthRepo
 	}
 	names, _ := registeredSources()
 	key := v.strengthKey(audited, c, names)
-	return v.strength.reps.do(ctx, key, func(r StrengthReport) bool { return r.definitive },
+	return v.strength.reps.do(ctx, key, func(r StrengthReport) bool { return r.Definitive },
 		func() (StrengthReport, error) { return v.computeStrength(ctx, audited, c, key) })
 }
 
@@ -267,7 +146,7 @@ func (v *Verifier) computeStrength(ctx context.Context, item engine.Item, c Cont
 		if b, err := os.ReadFile(cachePath); err == nil {
 			var r StrengthReport
 			if json.Unmarshal(b, &r) == nil {
-				r.definitive = true
+				r.Definitive = true
 				return r, nil
 			}
 		}
@@ -276,7 +155,7 @@ func (v *Verifier) computeStrength(ctx context.Context, item engine.Item, c Cont
 	if err != nil {
 		return rep, err
 	}
-	if cachePath != "" && rep.definitive {
+	if cachePath != "" && rep.Definitive {
 		if b, err := json.Marshal(rep); err == nil {
 			_ = engine.WriteFileAtomic(cachePath, b)
 		}
@@ -293,25 +172,25 @@ func (v *Verifier) audit(ctx context.Context, item engine.Item, c Contract) (Str
 	if !ref.OK {
 		// Nothing to measure against; the candidates are unjudged by the
 		// reference check already.
-		return StrengthReport{Stage: ref.Stage, Cause: ref.Cause, definitive: ref.definitive}, nil
+		return StrengthReport{Stage: ref.Stage, Cause: ref.Cause, Definitive: ref.definitive}, nil
 	}
 	refCand, err := c.ReferenceCandidate()
 	if err != nil {
-		return StrengthReport{Stage: engine.StagePayloadCorrupt, Cause: "reference: " + err.Error(), definitive: true}, nil
+		return StrengthReport{Stage: engine.StagePayloadCorrupt, Cause: "reference: " + err.Error(), Definitive: true}, nil
 	}
 	iface, err := v.strengthInterface(ctx, item, refCand, c.DUT())
 	if err != nil {
 		if ctx.Err() != nil {
 			return StrengthReport{}, ctx.Err()
 		}
-		return StrengthReport{Stage: engine.StageWeakVerifier, Cause: "cannot build trivial candidates: " + err.Error(), definitive: true}, nil
+		return StrengthReport{Stage: engine.StageWeakVerifier, Cause: "cannot build trivial candidates: " + err.Error(), Definitive: true}, nil
 	}
 	trivial, err := TrivialCandidates(refCand, c.DUT(), iface)
 	if err != nil {
-		return StrengthReport{Stage: engine.StageWeakVerifier, Cause: "cannot build trivial candidates: " + err.Error(), definitive: true}, nil
+		return StrengthReport{Stage: engine.StageWeakVerifier, Cause: "cannot build trivial candidates: " + err.Error(), Definitive: true}, nil
 	}
-	rep := StrengthReport{definitive: true}
-	mutants, notes, nothing := v.strengthMutants(ctx, refCand, c.DUT(), iface)
+	rep := StrengthReport{Definitive: true}
+	mutants, notes, nothing := v.strengthMutants(ctx, item, refCand, c.DUT(), iface)
 	if ctx.Err() != nil {
 		return StrengthReport{}, ctx.Err()
 	}
@@ -333,7 +212,7 @@ func (v *Verifier) audit(ctx context.Context, item engine.Item, c Contract) (Str
 			passed = append(passed, i)
 		case ev.Status == engine.StatusUnjudged:
 			rep.Stage, rep.Cause = ev.FailureStage, all[i].Name+": "+ev.Cause
-			rep.definitive = rep.definitive && !engine.Transient(ev.FailureStage)
+			rep.Definitive = rep.Definitive && !engine.Transient(ev.FailureStage)
 		case ev.FailureStage == engine.StageStatic || ev.FailureStage == engine.StageCompile || ev.FailureStage == engine.StageElaborate:
 			t.Invalid = append(t.Invalid, all[i].Name)
 		default:
@@ -350,7 +229,7 @@ func (v *Verifier) audit(ctx context.Context, item engine.Item, c Contract) (Str
 			return StrengthReport{}, err
 		}
 		if st != "" {
-			return StrengthReport{Stage: st, Cause: cause, definitive: definitive}, nil
+			return StrengthReport{Stage: st, Cause: cause, Definitive: definitive}, nil
 		}
 		for k, i := range passed {
 			t := &rep.Mutants
@@ -366,7 +245,7 @@ func (v *Verifier) audit(ctx context.Context, item engine.Item, c Contract) (Str
 		}
 	}
 	if rep.Trivial.Tried == 0 {
-		return StrengthReport{Stage: engine.StageWeakVerifier, Cause: "no trivial candidate could be judged (all invalid or equivalent to the reference)", definitive: true}, nil
+		return StrengthReport{Stage: engine.StageWeakVerifier, Cause: "no trivial candidate could be judged (all invalid or equivalent to the reference)", Definitive: true}, nil
 	}
 	rep.Measured = true
 	return rep, nil

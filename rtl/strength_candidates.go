@@ -48,11 +48,11 @@ func TrivialCandidates(ref, dut string, iface engine.Interface) ([]StrengthCandi
 		return b.String()
 	}
 	out := []StrengthCandidate{
-		{StrengthTrivialPrefix + "empty", header + "endmodule\n"},
-		{StrengthTrivialPrefix + "all_z", constant("z")},
-		{StrengthTrivialPrefix + "all_x", constant("x")},
-		{StrengthTrivialPrefix + "const_0", constant("0")},
-		{StrengthTrivialPrefix + "const_1", constant("1")},
+		{Name: StrengthTrivialPrefix + "empty", Code: header + "endmodule\n"},
+		{Name: StrengthTrivialPrefix + "all_z", Code: constant("z")},
+		{Name: StrengthTrivialPrefix + "all_x", Code: constant("x")},
+		{Name: StrengthTrivialPrefix + "const_0", Code: constant("0")},
+		{Name: StrengthTrivialPrefix + "const_1", Code: constant("1")},
 	}
 	inner, err := RenameModule(ref, dut, strengthInner)
 	if err != nil {
@@ -131,7 +131,7 @@ func wrapOutput(dut string, ports []engine.Port, target, expr string) string {
 // strengthMutants are the netlist mutants and those of the registered
 // sources, up to Config.StrengthMutants of each kind; notes say what could
 // not be generated, nothing that the design has nothing to mutate at all.
-func (v *Verifier) strengthMutants(ctx context.Context, ref, dut string, iface engine.Interface) (_ []StrengthCandidate, notes []string, nothing bool) {
+func (v *Verifier) strengthMutants(ctx context.Context, item engine.Item, ref, dut string, iface engine.Interface) (_ []StrengthCandidate, notes []string, nothing bool) {
 	n := v.cfg.StrengthMutants
 	if n <= 0 {
 		return nil, nil, false
@@ -145,8 +145,10 @@ func (v *Verifier) strengthMutants(ctx context.Context, ref, dut string, iface e
 	}
 	out = append(out, nm...)
 	names, fns := registeredSources()
+	measured := item
+	measured.Interface = iface
 	for k, fn := range fns {
-		ms := fn(ref, dut, iface, n)
+		ms := fn(measured, ref, dut, n)
 		if len(ms) == 0 {
 			notes = append(notes, names[k]+" mutants: none apply")
 		}

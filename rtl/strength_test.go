@@ -341,7 +341,7 @@ func TestBatchReplayAgreesWithSingleReplays(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mutants, _, _ := v.strengthMutants(ctx, refCand, c.DUT(), iface)
+		mutants, _, _ := v.strengthMutants(ctx, item, refCand, c.DUT(), iface)
 		cands = append(cands, mutants...)
 		killed, ok, err := v.batchKills(ctx, &item, c, cands)
 		if err != nil || !ok {

@@ -33,11 +33,13 @@ static → strength → audit → dedup → difficulty → compose; --order chan
               claims so, leakage (share of the reference's 8-token sequences found
               in the instruction ≤ 20%)
   strength    the parent reference (adapted to the evolved interface) must fail
-              the evolved verifier; RTL: the harness-strength audit must find no
-              trivial candidate (constant, Z/X, stuck or inverted output) that
-              passes, and kill ≥ strength.min_mutant_kill_rate (0.8) of the
-              mutants of the evolved reference (reason weak_verifier); kernels:
-              simple mutants must be killed (≥ half of those judged)
+              the evolved verifier, and the harness-strength audit (one for
+              every domain, run by the item's judge) must find no trivial
+              candidate that passes (RTL: constant, Z/X, stuck or inverted
+              outputs; kernels: zeros, a constant, an input copy, the reference
+              on other inputs) and kill ≥ strength.min_mutant_kill_rate (RTL,
+              0.8) or strength.min_kill_ratio (kernels, 0.5) of the mutants of
+              the evolved reference (reason weak_verifier)
   audit       the evolved reference compiles and passes its own verifier under
               Icarus, Yosys reads the declared ports, the audit generator accepts
               the instruction

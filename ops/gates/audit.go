@@ -55,7 +55,7 @@ func (g *auditGate) Check(ctx context.Context, cands []*Candidate) error {
 		c := idx[k]
 		if ev.Status == engine.StatusPass {
 			// The reference's evidence carries its verifier's strength.
-			ev.Measurements = append(ev.Measurements, strengthOf(ctx, g.env.rtlAuditor(), items[k]).Measurements()...)
+			ev.Measurements = append(ev.Measurements, strengthOf(ctx, g.env.Judges, items[k]).Measurements()...)
 		}
 		c.addEvidence(ev)
 		switch {

@@ -3,6 +3,8 @@ package gates
 import (
 	"fmt"
 	"strings"
+
+	"github.com/crucible-data/crucible/engine"
 )
 
 // Config configures the gates. Start from DefaultConfig.
@@ -33,15 +35,26 @@ type StrengthConfig struct {
 	// MinParentMismatches: the adapted parent must mismatch on at least
 	// this many samples of the evolved verifier.
 	MinParentMismatches int64 `yaml:"min_parent_mismatches"`
-	// MaxMutants simple mutants of an evolved kernel reference are run; at
-	// least MinKillRatio of the judged ones must fail.
-	MaxMutants   int     `yaml:"max_mutants"`
-	MinKillRatio float64 `yaml:"min_kill_ratio"`
-	// MinMutantKillRate is the RTL harness-strength audit's threshold: the
-	// verifier must fail at least this fraction of the judged mutants of
-	// the reference (netlist and evolution-operator mutants). Any trivial
-	// candidate that passes rejects the item whatever this is.
+	// MaxMutants is accepted so that configs written for the earlier
+	// kernel mutant check still load; the kernel verifier's
+	// strength_mutants (default 3) now sets how many mutants its audit
+	// judges, as rtl's strength_mutants does for RTL.
+	MaxMutants int `yaml:"max_mutants"`
+	// MinKillRatio is the kernel harness-strength audit's threshold and
+	// MinMutantKillRate the RTL one's: the verifier must fail at least this
+	// fraction of the judged mutants of the reference (RTL: netlist and
+	// evolution-operator mutants; kernels: the other kernel operators). Any
+	// trivial candidate that passes rejects the item whatever they are.
+	MinKillRatio      float64 `yaml:"min_kill_ratio"`
 	MinMutantKillRate float64 `yaml:"min_mutant_kill_rate"`
+}
+
+// minKillRate is a domain's mutant kill-rate threshold.
+func (c StrengthConfig) minKillRate(domain string) float64 {
+	if domain == engine.DomainKernel {
+		return c.MinKillRatio
+	}
+	return c.MinMutantKillRate
 }
 
 // AuditConfig configures the contract audit.

@@ -29,7 +29,6 @@ import (
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/ops/evolve/textgen"
-	"github.com/crucible-data/crucible/rtl"
 )
 
 // Gate names.
@@ -211,7 +210,7 @@ func New(cfg Config, env Env) (*Admitter, error) {
 			a.gates = append(a.gates, &composeGate{cfg.Compose})
 		}
 	}
-	if a.needsVerifier() && env.rtlAuditor() == nil {
+	if a.needsVerifier() && !env.hasRTLAudit() {
 		return nil, fmt.Errorf("%w: the strength and audit gates need an RTL judge with a harness-strength audit", ErrConfig)
 	}
 	return a, nil
@@ -284,15 +283,9 @@ func (a *Admitter) Admit(ctx context.Context, parents, cands []engine.Item) (*Re
 	return res, nil
 }
 
-// harnessAuditor is the RTL judge's harness-strength audit
-// (rtl.Verifier.Strength), which the strength gate reads against its
-// thresholds and the audit gate records on the reference's evidence.
-type harnessAuditor interface {
-	Strength(ctx context.Context, item engine.Item) (rtl.StrengthReport, error)
-}
-
-// rtlAuditor is the RTL judge's audit; nil when there is no RTL judge.
-func (e Env) rtlAuditor() harnessAuditor {
-	a, _ := e.Judges.For(engine.DomainRTL).(harnessAuditor)
-	return a
+// hasRTLAudit reports whether the set's RTL judge measures harness
+// strength (engine.StrengthAuditor; a lazy judge forwards it).
+func (e Env) hasRTLAudit() bool {
+	_, ok := e.Judges.For(engine.DomainRTL).(engine.StrengthAuditor)
+	return ok
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -73,15 +72,16 @@ func (g *strengthGate) Check(ctx context.Context, cands []*Candidate) error {
 			c.reject(GateStrength, ReasonUnjudged, "no verifier for domain "+c.Item.Domain)
 		}
 	}
+	// Trivial candidates and mutants of the evolved reference, every domain
+	// through its judge's audit (strength_audit.go); then the parent.
+	if err := g.audit(ctx, append(append([]*Candidate(nil), rtlCands...), kernelCands...)); err != nil {
+		return err
+	}
 	if err := g.checkKernels(ctx, kernelCands); err != nil {
 		return err
 	}
 	if len(rtlCands) == 0 {
 		return nil
-	}
-	// Trivial candidates and mutants of the evolved reference (strength_rtl.go).
-	if err := g.auditRTL(ctx, rtlCands); err != nil {
-		return err
 	}
 	var items []engine.Item
 	var runs []engine.Candidate
@@ -123,10 +123,9 @@ func (g *strengthGate) Check(ctx context.Context, cands []*Candidate) error {
 	return nil
 }
 
-// checkKernels runs the parent reference and simple mutants (the other
-// interface-preserving kernel operators applied to the evolved reference)
-// through the kernel verifier, which judges against the item's (evolved)
-// reference. Without a kernel verifier, or without the backend a task
+// checkKernels runs the parent reference through the kernel verifier,
+// which judges against the item's (evolved) reference (the mutants ran in
+// the audit). Without a kernel verifier, or without the backend a task
 // needs, the items stay unjudged and are not admitted.
 func (g *strengthGate) checkKernels(ctx context.Context, cands []*Candidate) error {
 	if len(cands) == 0 {
@@ -143,28 +142,16 @@ func (g *strengthGate) checkKernels(ctx context.Context, cands []*Candidate) err
 	owner := map[int]*Candidate{}
 	for _, c := range cands {
 		it := c.Item
-		if c.Parent == nil && !keepsBehaviour(&it) {
+		if c.Rejection != nil || c.Deferred != "" || keepsBehaviour(&it) {
+			continue
+		}
+		if c.Parent == nil {
 			c.reject(GateStrength, ReasonParentMissing, "parent "+it.ParentID+" is not among the inputs, so its failure cannot be checked")
 			continue
 		}
 		items[it.ItemID] = it
-		if !keepsBehaviour(&it) {
-			owner[len(runs)] = c
-			runs = append(runs, engine.Candidate{ItemID: it.ItemID, CandidateID: CandParent, Code: c.Parent.Reference})
-		}
-		n := 0
-		for _, op := range evolve.KernelOperators() {
-			if n >= g.cfg.MaxMutants || op.Name == it.Operator || !op.PreservesInterface {
-				continue
-			}
-			m, err := op.Apply(it.Reference, it.Interface, it.Verifier.Harness)
-			if err != nil {
-				continue
-			}
-			owner[len(runs)] = c
-			runs = append(runs, engine.Candidate{ItemID: it.ItemID, CandidateID: candMutantPref + op.Name, Code: m.Source})
-			n++
-		}
+		owner[len(runs)] = c
+		runs = append(runs, engine.Candidate{ItemID: it.ItemID, CandidateID: CandParent, Code: c.Parent.Reference})
 	}
 	if len(runs) == 0 {
 		return nil
@@ -200,11 +187,9 @@ func shareWallTime(evs []engine.Evidence, d time.Duration) {
 // settle reads the strength runs of each candidate.
 func (g *strengthGate) settle(evs []engine.Evidence, owner map[int]*Candidate) {
 	type tally struct {
-		killed, judged int
-		survivors      []string
-		parent         *engine.Evidence
-		refBroken      bool
-		unjudged       string
+		parent    *engine.Evidence
+		refBroken bool
+		unjudged  string
 	}
 	tallies := map[*Candidate]*tally{}
 	for k, ev := range evs {
@@ -223,13 +208,6 @@ func (g *strengthGate) settle(evs []engine.Evidence, owner map[int]*Candidate) {
 		case ev.CandidateID == CandParent:
 			e := ev
 			t.parent = &e
-		default:
-			t.judged++
-			if ev.Status == engine.StatusFail {
-				t.killed++
-			} else {
-				t.survivors = append(t.survivors, strings.TrimPrefix(ev.CandidateID, candMutantPref))
-			}
 		}
 	}
 	for c, t := range tallies {
@@ -253,10 +231,6 @@ func (g *strengthGate) settle(evs []engine.Evidence, owner map[int]*Candidate) {
 					c.reject(GateStrength, ReasonNotDistinguished, fmt.Sprintf("the parent mismatches on %d samples, fewer than %d", mm.Int, g.cfg.MinParentMismatches))
 					continue
 				}
-			}
-			if t.judged > 0 && float64(t.killed) < g.cfg.MinKillRatio*float64(t.judged) {
-				c.reject(GateStrength, ReasonWeakVerifier, fmt.Sprintf("the evolved verifier kills %d of %d simple mutants (want >= %.0f%%); survivors: %s",
-					t.killed, t.judged, 100*g.cfg.MinKillRatio, strings.Join(t.survivors, ", ")))
 			}
 		}
 	}

@@ -107,10 +107,20 @@ func TestStrengthVerdictThresholds(t *testing.T) {
 			return rtl.StrengthReport{Stage: engine.StageReferenceSelfCheck}
 		}, deferToAudit},
 	} {
-		reason, detail := strengthVerdict(tc.rep(strong), cfg)
+		reason, detail := strengthVerdict(tc.rep(strong), cfg.minKillRate(engine.DomainRTL))
 		if reason != tc.reason {
 			t.Errorf("%s: reason %q (%s), want %q", tc.name, reason, detail, tc.reason)
 		}
+	}
+	// One rule, each domain's threshold: 8 of 10 mutants killed is below
+	// RTL's 0.8 once one more survives, above the kernels' default 0.5.
+	weaker := strong
+	weaker.Mutants.Killed = 6
+	if r, _ := strengthVerdict(weaker, cfg.minKillRate(engine.DomainRTL)); r != ReasonWeakVerifier {
+		t.Errorf("rtl at 6/10: reason %q, want %q", r, ReasonWeakVerifier)
+	}
+	if r, d := strengthVerdict(weaker, cfg.minKillRate(engine.DomainKernel)); r != "" {
+		t.Errorf("kernel at 6/10 (min_kill_ratio %v): reason %q (%s), want admitted", cfg.MinKillRatio, r, d)
 	}
 	c := DefaultConfig()
 	c.Strength.MinMutantKillRate = 1.5
