@@ -60,7 +60,7 @@ func run(preset, path string, workers, mutants int, verbose bool) error {
 	if err := g.IngestPaths(context.Background(), []string{path}); err != nil {
 		return err
 	}
-	gates.RegisterRTLMutants() // as in crucible build
+	gates.RegisterMutantSources() // as in crucible build
 	cfg := rtl.DefaultConfig()
 	cfg.Workers, cfg.StrengthMutants = workers, mutants
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -183,7 +183,7 @@ func New(cfg Config, env Env) (*Admitter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	RegisterRTLMutants()
+	RegisterMutantSources()
 	if env.Log == nil {
 		env.Log = slog.Default()
 	}

@@ -58,7 +58,7 @@ func (s StageConfig) Validate() error {
 
 // RegisterStages adds the "admit" stage type.
 func RegisterStages(reg *engine.Registry) {
-	RegisterRTLMutants() // the verify_rtl stage's strength audit uses them too
+	RegisterMutantSources() // the verify_rtl stage's strength audit uses them too
 	reg.RegisterType(engine.StageType{Name: "admit", Config: StageConfig{}, Parallelism: engine.Global, Outputs: []string{"items", "rejections", KindYield, KindGateEvidence, evolve.KindChatLog},
 		Factory: func(c engine.StageConfig) (engine.Stage, error) {
 			sc := DefaultStageConfig()

@@ -11,12 +11,12 @@ import (
 	"github.com/crucible-data/crucible/ops/evolve/vlog"
 )
 
-// RegisterRTLMutants registers the evolution operators as mutant sources
+// RegisterMutantSources registers the evolution operators as mutant sources
 // of every domain's harness-strength audit (engine.RegisterMutantSource):
 // for RTL the interface-preserving behavioural operators, for kernels the
 // other interface-preserving kernel operators. The verifier packages cannot
 // import them. RegisterStages and New call it; it is idempotent.
-func RegisterRTLMutants() {
+func RegisterMutantSources() {
 	registerOnce.Do(func() {
 		engine.RegisterMutantSource(engine.DomainRTL, "evolve_operators", evolveMutants)
 		engine.RegisterMutantSource(engine.DomainKernel, "evolve_operators", kernelMutants)
