@@ -135,8 +135,15 @@ func (s Summary) String() string {
 		s.Benchmark, s.Direction, s.Queries, s.Matches, s.Contaminated, s.Threshold)
 	fmt.Fprintf(&b, "  contaminated corpus items: %d; benchmark items hit: %d; max score %.3f\n", s.CorpusItems, s.BenchmarkItems, s.MaxScore)
 	for _, m := range s.Top {
-		fmt.Fprintf(&b, "  %-30s ← %-30s %-10s score %.3f (lexical %.2f, structural %.2f, minhash %.2f)\n",
-			m.BenchmarkID+"/"+m.BenchmarkField, m.CorpusID, m.Method, m.Score, m.LexicalOverlap, m.StructuralOverlap, m.MinhashSimilarity)
+		shared := ""
+		if len(m.SharedWith) > 0 {
+			shared = fmt.Sprintf(" span shared with %d other benchmark items (%s)", len(m.SharedWith), strings.Join(m.SharedWith[:min(3, len(m.SharedWith))], ", "))
+			if len(m.SharedWith) > 3 {
+				shared = shared[:len(shared)-1] + ", …)"
+			}
+		}
+		fmt.Fprintf(&b, "  %-30s ← %-30s %-10s score %.3f (lexical %.2f, structural %.2f, minhash %.2f)%s\n",
+			m.BenchmarkID+"/"+m.BenchmarkField, m.CorpusID, m.Method, m.Score, m.LexicalOverlap, m.StructuralOverlap, m.MinhashSimilarity, shared)
 	}
 	return b.String()
 }
@@ -148,7 +155,8 @@ type query struct {
 // Check matches every record of src against ix and calls fn for each
 // reported match in input order (deterministic for any worker count).
 // Forward (benchmark index): each corpus record is one query, fields joined.
-// Reverse (corpus index): each benchmark field is one query.
+// Reverse (corpus index): each benchmark field is one query; the benchmark
+// is read into memory first for its own gram postings (see benchGrams).
 func Check(ctx context.Context, ix *Index, src Source, workers int, fn func(Match) error) (Summary, error) {
 	workers = max(workers, 1)
 	forward := ix.Meta.Side != SideCorpus
@@ -160,9 +168,17 @@ func Check(ctx context.Context, ix *Index, src Source, workers int, fn func(Matc
 	} else {
 		s.Direction = "benchmark→corpus-index"
 	}
+	var bench *benchGrams
+	if !forward {
+		var err error
+		if bench, src, err = collectBenchGrams(ctx, ix, src); err != nil {
+			return s, err
+		}
+	}
 	matchers := make([]*Matcher, workers)
 	for i := range matchers {
 		matchers[i] = ix.NewMatcher()
+		matchers[i].bench = bench
 	}
 	const batchSize = 256
 	batch := make([]query, 0, batchSize)

@@ -136,3 +136,20 @@ stages:
 		t.Errorf("matches %+v", ms)
 	}
 }
+
+// TestStageMaxDocFreqConfig: the stage takes max_doc_freq from its config
+// block and refuses a share outside (0,1] by name.
+func TestStageMaxDocFreqConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "bench.jsonl"), []byte(`{"id":"p1","ref":"module m; endmodule"}`+"\n"), 0o644)
+	reg := engine.NewRegistry()
+	decontam.RegisterStages(reg)
+	for v, wantErr := range map[string]bool{"0.2": false, "1": false, "0": true, "1.5": true} {
+		p := filepath.Join(dir, "pipeline.yaml")
+		os.WriteFile(p, []byte("name: t\nwork_dir: work\nstages:\n  - name: decontam\n    type: decontam\n    config:\n      max_doc_freq: "+v+"\n      benchmarks: [{path: bench.jsonl}]\n"), 0o644)
+		_, err := engine.LoadPipeline(p, reg)
+		if wantErr != (err != nil) || wantErr && !strings.Contains(err.Error(), "max_doc_freq="+v) {
+			t.Errorf("max_doc_freq %s: %v", v, err)
+		}
+	}
+}
