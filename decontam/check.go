@@ -124,6 +124,7 @@ type Summary struct {
 	BenchmarkEntries    int     // benchmark items·fields in the index (forward) or checked (reverse)
 	MaxScore            float64 // highest score seen
 	Threshold           float64
+	ReportMin           float64 // matches below it were not reported (the floor for Rescore)
 	Top                 []Match // highest-scoring contaminated matches (≤ 10)
 	corpusSet, benchSet map[string]bool
 }
@@ -160,7 +161,7 @@ type query struct {
 func Check(ctx context.Context, ix *Index, src Source, workers int, fn func(Match) error) (Summary, error) {
 	workers = max(workers, 1)
 	forward := ix.Meta.Side != SideCorpus
-	s := Summary{Benchmark: ix.Meta.Name, Threshold: ix.Meta.Config.Threshold,
+	s := Summary{Benchmark: ix.Meta.Name, Threshold: ix.Meta.Config.Threshold, ReportMin: ix.Meta.Config.ReportMin,
 		corpusSet: map[string]bool{}, benchSet: map[string]bool{}}
 	if forward {
 		s.Direction = "corpus→benchmark-index"

@@ -59,7 +59,7 @@ Exit codes of 'check': 0 no contamination at or above --threshold,
 6 contamination found (matches written and summarised), 2 bad flags,
 3 unreadable input or a row missing the id/text fields, 4 output not writable.`,
 	}
-	c.AddCommand(newDecontamIndexCmd(), newDecontamCheckCmd())
+	c.AddCommand(newDecontamIndexCmd(), newDecontamCheckCmd(), newDecontamRescoreCmd())
 	return c
 }
 
@@ -273,6 +273,9 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 		m.Counts["matches."+s.Benchmark] = s.Matches
 		m.Counts["contaminated."+s.Benchmark] = s.Contaminated
 		contaminated += s.Contaminated
+	}
+	if err := decontam.WriteRunRecord(o.Out, decontam.NewRunRecord(sums)); err != nil { // for decontam rescore
+		return err
 	}
 	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
 		return err
