@@ -143,6 +143,9 @@ type RejectionDetail struct {
 	Method         string  `json:"method"`
 	Score          float64 `json:"score"`
 	LineageID      string  `json:"lineage_id,omitempty"`
+	// SharedWith: other benchmark items holding every matched n-gram
+	// (Match.SharedWith): the copy may be of any of them.
+	SharedWith []string `json:"shared_with,omitempty"`
 }
 
 // RegisterStages adds the "decontam" stage type.
@@ -207,7 +210,7 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) err
 		}
 		sc.Count("rejected.contaminated", 1)
 		d, _ := json.Marshal(RejectionDetail{Benchmark: m.Benchmark, BenchmarkID: m.BenchmarkID, BenchmarkField: m.BenchmarkField,
-			Method: m.Method, Score: m.Score, LineageID: it.LineageID})
+			Method: m.Method, Score: m.Score, LineageID: it.LineageID, SharedWith: m.SharedWith})
 		return rejected.Write(engine.Rejection{ItemID: it.ItemID, Stage: sc.Name, Gate: "decontam", Reason: "contaminated", Detail: string(d)})
 	})
 }
