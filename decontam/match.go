@@ -116,6 +116,11 @@ func Open(dir string) (*Index, error) {
 		if ix.recs, err = os.ReadFile(gp); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInput, err)
 		}
+		for i := int64(0); i < ix.nrec; i++ {
+			if err := ix.checkRecord(gp, i, ix.recs[16*i:16*i+16]); err != nil {
+				return nil, err
+			}
+		}
 		ix.buildPrefix()
 		return ix, nil
 	}
@@ -128,11 +133,23 @@ func Open(dir string) (*Index, error) {
 		if _, err := io.ReadFull(br, rec[:]); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInput, gp, err)
 		}
+		if err := ix.checkRecord(gp, i, rec[:]); err != nil {
+			return nil, err
+		}
 		if i%fenceEvery == 0 {
 			ix.fences = append(ix.fences, binary.LittleEndian.Uint64(rec[:8]))
 		}
 	}
 	return ix, nil
+}
+
+// checkRecord refuses a gram record naming an entry the index does not
+// have (a damaged grams.bin), so matching never indexes past Entries.
+func (ix *Index) checkRecord(path string, i int64, rec []byte) error {
+	if e := binary.LittleEndian.Uint32(rec[8:12]); int64(e) >= int64(len(ix.Entries)) {
+		return fmt.Errorf("%w: %s: record %d names entry %d of %d", ErrInput, path, i+1, e, len(ix.Entries))
+	}
+	return nil
 }
 
 // Close releases files.

@@ -2,8 +2,10 @@ package decontam
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -197,5 +199,30 @@ func TestSharedWith(t *testing.T) {
 	}
 	if !strings.Contains(sum.String(), "span shared with 1 other benchmark items (dupB)") {
 		t.Errorf("summary does not say the span is shared:\n%s", sum)
+	}
+}
+
+// TestDamagedGramsRefused: a grams.bin record naming an entry the index
+// lacks is an input error naming the file and record, in memory and on disk.
+func TestDamagedGramsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ix")
+	if _, err := BuildIndex(context.Background(), DefaultConfig(), dir, "t", SideBenchmark, RecordSlice{rec("b1", "ref", design(1))}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, gramsFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[16+8] = 9 // record 2 names entry 9
+	os.WriteFile(p, b, 0o644)
+	for _, mem := range []int64{inMemoryGramBytes, 0} {
+		old := inMemoryGramBytes
+		inMemoryGramBytes = mem
+		_, err := Open(dir)
+		inMemoryGramBytes = old
+		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "record 2") {
+			t.Errorf("in-memory limit %d: %v", mem, err)
+		}
 	}
 }
