@@ -138,7 +138,11 @@ func (s Summary) String() string {
 	for _, m := range s.Top {
 		shared := ""
 		if len(m.SharedWith) > 0 {
-			shared = fmt.Sprintf(" span shared with %d other benchmark items (%s)", len(m.SharedWith), strings.Join(m.SharedWith[:min(3, len(m.SharedWith))], ", "))
+			noun := "item"
+			if len(m.SharedWith) > 1 {
+				noun = "items"
+			}
+			shared = fmt.Sprintf(" span also in %d other benchmark %s (%s)", len(m.SharedWith), noun, strings.Join(m.SharedWith[:min(3, len(m.SharedWith))], ", "))
 			if len(m.SharedWith) > 3 {
 				shared = shared[:len(shared)-1] + ", …)"
 			}

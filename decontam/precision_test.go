@@ -197,7 +197,7 @@ func TestSharedWith(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(sum.String(), "span shared with 1 other benchmark items (dupB)") {
+	if !strings.Contains(sum.String(), "span also in 1 other benchmark item (dupB)") {
 		t.Errorf("summary does not say the span is shared:\n%s", sum)
 	}
 }
@@ -224,5 +224,43 @@ func TestDamagedGramsRefused(t *testing.T) {
 		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "record 2") {
 			t.Errorf("in-memory limit %d: %v", mem, err)
 		}
+	}
+}
+
+// TestVerilogEvalSuppression: on the VerilogEval self-check (references as
+// corpus, prompt+ref as benchmark) the default max_doc_freq keeps every
+// reference flagged as its own item at score 1, suppresses some n-gram keys
+// and flags fewer references against other items than no suppression does.
+// The figures are logged (README/issue 19).
+func TestVerilogEvalSuppression(t *testing.T) {
+	path := filepath.Join(datasets(t), "verilog-eval", "spec-to-rtl.jsonl")
+	suite := readAll(t, path, "id", "prompt", "ref")
+	corpus := readAll(t, path, "id", "ref")
+	cross := map[float64]int{}
+	for _, maxDF := range []float64{1, DefaultMaxDocFreq} {
+		cfg := DefaultConfig()
+		cfg.MaxDocFreq = maxDF
+		ix := benchIndex(t, cfg, "ve", suite)
+		ms, _ := check(t, ix, corpus)
+		own := map[string]bool{}
+		for _, m := range ms {
+			switch {
+			case m.BenchmarkID == m.CorpusID && m.BenchmarkField == "ref" && m.Score == 1:
+				own[m.CorpusID] = true
+			case m.BenchmarkID != m.CorpusID && m.Contaminated:
+				cross[maxDF]++
+			}
+		}
+		if len(own) != len(corpus) {
+			t.Errorf("max_doc_freq=%v: %d of %d references flagged as their own item at score 1", maxDF, len(own), len(corpus))
+		}
+		if maxDF < 1 && ix.Meta.Common == 0 {
+			t.Errorf("max_doc_freq=%v: no n-gram suppressed", maxDF)
+		}
+		t.Logf("max_doc_freq=%v: %d n-gram keys suppressed; own reference flagged %d/%d; %d contaminated matches against another item",
+			maxDF, ix.Meta.Common, len(own), len(corpus), cross[maxDF])
+	}
+	if cross[DefaultMaxDocFreq] >= cross[1] {
+		t.Errorf("suppression did not reduce cross-item matches: %v", cross)
 	}
 }

@@ -128,8 +128,8 @@ func runDecontamIndex(ctx context.Context, o DecontamIndexOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Stdout, "decontam index %s (%s): %d entries, %d postings, %d-grams, MinHash %s\n  written to %s\n",
-		meta.Name, meta.Side, meta.Entries, meta.Records, meta.Config.NGram, meta.Bands, o.Out)
+	fmt.Fprintf(o.Stdout, "decontam index %s (%s): %d entries, %d postings, %d-grams, MinHash %s; %d n-grams common to more than %v of %d items not counted\n  written to %s\n",
+		meta.Name, meta.Side, meta.Entries, meta.Records, meta.Config.NGram, meta.Bands, meta.Common, meta.Config.MaxDocFreq, meta.Items, o.Out)
 	return nil
 }
 
