@@ -124,6 +124,7 @@ type Summary struct {
 	BenchmarkEntries    int     // benchmark items·fields in the index (forward) or checked (reverse)
 	MaxScore            float64 // highest score seen
 	Threshold           float64
+	ReportMin           float64 // matches below it were not reported (the floor for Rescore)
 	Top                 []Match // highest-scoring contaminated matches (≤ 10)
 	corpusSet, benchSet map[string]bool
 }
@@ -135,8 +136,19 @@ func (s Summary) String() string {
 		s.Benchmark, s.Direction, s.Queries, s.Matches, s.Contaminated, s.Threshold)
 	fmt.Fprintf(&b, "  contaminated corpus items: %d; benchmark items hit: %d; max score %.3f\n", s.CorpusItems, s.BenchmarkItems, s.MaxScore)
 	for _, m := range s.Top {
-		fmt.Fprintf(&b, "  %-30s ← %-30s %-10s score %.3f (lexical %.2f, structural %.2f, minhash %.2f)\n",
-			m.BenchmarkID+"/"+m.BenchmarkField, m.CorpusID, m.Method, m.Score, m.LexicalOverlap, m.StructuralOverlap, m.MinhashSimilarity)
+		shared := ""
+		if len(m.SharedWith) > 0 {
+			noun := "item"
+			if len(m.SharedWith) > 1 {
+				noun = "items"
+			}
+			shared = fmt.Sprintf(" span also in %d other benchmark %s (%s)", len(m.SharedWith), noun, strings.Join(m.SharedWith[:min(3, len(m.SharedWith))], ", "))
+			if len(m.SharedWith) > 3 {
+				shared = shared[:len(shared)-1] + ", …)"
+			}
+		}
+		fmt.Fprintf(&b, "  %-30s ← %-30s %-10s score %.3f (lexical %.2f, structural %.2f, minhash %.2f)%s\n",
+			m.BenchmarkID+"/"+m.BenchmarkField, m.CorpusID, m.Method, m.Score, m.LexicalOverlap, m.StructuralOverlap, m.MinhashSimilarity, shared)
 	}
 	return b.String()
 }
@@ -148,11 +160,12 @@ type query struct {
 // Check matches every record of src against ix and calls fn for each
 // reported match in input order (deterministic for any worker count).
 // Forward (benchmark index): each corpus record is one query, fields joined.
-// Reverse (corpus index): each benchmark field is one query.
+// Reverse (corpus index): each benchmark field is one query; the benchmark
+// is read into memory first for its own gram postings (see benchGrams).
 func Check(ctx context.Context, ix *Index, src Source, workers int, fn func(Match) error) (Summary, error) {
 	workers = max(workers, 1)
 	forward := ix.Meta.Side != SideCorpus
-	s := Summary{Benchmark: ix.Meta.Name, Threshold: ix.Meta.Config.Threshold,
+	s := Summary{Benchmark: ix.Meta.Name, Threshold: ix.Meta.Config.Threshold, ReportMin: ix.Meta.Config.ReportMin,
 		corpusSet: map[string]bool{}, benchSet: map[string]bool{}}
 	if forward {
 		s.Direction = "corpus→benchmark-index"
@@ -160,9 +173,17 @@ func Check(ctx context.Context, ix *Index, src Source, workers int, fn func(Matc
 	} else {
 		s.Direction = "benchmark→corpus-index"
 	}
+	var bench *benchGrams
+	if !forward {
+		var err error
+		if bench, src, err = collectBenchGrams(ctx, ix, src); err != nil {
+			return s, err
+		}
+	}
 	matchers := make([]*Matcher, workers)
 	for i := range matchers {
 		matchers[i] = ix.NewMatcher()
+		matchers[i].bench = bench
 	}
 	const batchSize = 256
 	batch := make([]query, 0, batchSize)

@@ -5,7 +5,10 @@
 // signals and variables still match — plus MinHash similarity over
 // structural shingles. It reports matched spans, overlap ratio and score, in
 // both directions (benchmark index checked by a corpus, corpus index checked
-// by a new benchmark).
+// by a new benchmark). N-grams common to many indexed items (boilerplate:
+// module headers, reset branches, #include blocks) do not count
+// (Config.MaxDocFreq), and a match names the other benchmark items that hold
+// its matched text (Match.SharedWith).
 package decontam
 
 import (

@@ -59,7 +59,11 @@ func Open(dir string) (*Index, error) {
 	if err := json.Unmarshal(raw, &ix.Meta); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInput, filepath.Join(dir, metaFile), err)
 	}
-	if ix.Meta.Version != indexVersion {
+	switch ix.Meta.Version {
+	case indexVersion:
+	case 1: // before document-frequency suppression: nothing is marked common
+		ix.Meta.Config.MaxDocFreq = 1
+	default:
 		return nil, fmt.Errorf("%w: %s: index version %d, want %d", ErrInput, dir, ix.Meta.Version, indexVersion)
 	}
 	ef, err := os.Open(filepath.Join(dir, entriesFile))
@@ -112,6 +116,11 @@ func Open(dir string) (*Index, error) {
 		if ix.recs, err = os.ReadFile(gp); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInput, err)
 		}
+		for i := int64(0); i < ix.nrec; i++ {
+			if err := ix.checkRecord(gp, i, ix.recs[16*i:16*i+16]); err != nil {
+				return nil, err
+			}
+		}
 		ix.buildPrefix()
 		return ix, nil
 	}
@@ -124,11 +133,23 @@ func Open(dir string) (*Index, error) {
 		if _, err := io.ReadFull(br, rec[:]); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInput, gp, err)
 		}
+		if err := ix.checkRecord(gp, i, rec[:]); err != nil {
+			return nil, err
+		}
 		if i%fenceEvery == 0 {
 			ix.fences = append(ix.fences, binary.LittleEndian.Uint64(rec[:8]))
 		}
 	}
 	return ix, nil
+}
+
+// checkRecord refuses a gram record naming an entry the index does not
+// have (a damaged grams.bin), so matching never indexes past Entries.
+func (ix *Index) checkRecord(path string, i int64, rec []byte) error {
+	if e := binary.LittleEndian.Uint32(rec[8:12]); int64(e) >= int64(len(ix.Entries)) {
+		return fmt.Errorf("%w: %s: record %d names entry %d of %d", ErrInput, path, i+1, e, len(ix.Entries))
+	}
+	return nil
 }
 
 // Close releases files.
@@ -214,7 +235,7 @@ type Match struct {
 	BenchmarkField    string  `json:"benchmark_field" arrow:"benchmark_field"`
 	Method            string  `json:"method" arrow:"method"` // lexical | structural | minhash: the channel that gave the score
 	MatchedNgrams     int32   `json:"matched_ngrams" arrow:"matched_ngrams"`
-	BenchmarkNgrams   int32   `json:"benchmark_ngrams" arrow:"benchmark_ngrams"`
+	BenchmarkNgrams   int32   `json:"benchmark_ngrams" arrow:"benchmark_ngrams"`     // the benchmark text's n-grams that count (common ones excluded, Config.MaxDocFreq)
 	LexicalOverlap    float64 `json:"lexical_overlap" arrow:"lexical_overlap"`       // share of the benchmark text's lexical n-grams found
 	StructuralOverlap float64 `json:"structural_overlap" arrow:"structural_overlap"` // same, identifiers as placeholders
 	OverlapRatio      float64 `json:"overlap_ratio" arrow:"overlap_ratio"`           // max of the two
@@ -224,6 +245,13 @@ type Match struct {
 	SpansIn           string  `json:"spans_in" arrow:"spans_in"`                     // corpus | benchmark: whose text the spans index
 	Spans             []Span  `json:"spans" arrow:"spans"`
 	Excerpt           string  `json:"excerpt" arrow:"excerpt"` // longest span, truncated
+	// SharedWith lists, sorted, the other benchmark items that hold every
+	// n-gram this match counted: the matched text is not specific to
+	// BenchmarkID, and a copy of any of them would match it alike. Empty
+	// when the matched text is BenchmarkID's own (or the match is MinHash
+	// only). Each of those items has a match of its own when it scores high
+	// enough.
+	SharedWith []string `json:"shared_with" arrow:"shared_with"`
 }
 
 // Matcher queries one index with texts; not safe for concurrent use (one
@@ -233,17 +261,33 @@ type Matcher struct {
 	cfg   Config
 	ti    tokenInfo
 	grams []gram
+	runs  []gramRun
+	found []posting
 	shing []uint64
 	sig   []uint64
 	esig  []uint64
 	keys  []uint64
 	buf   []byte
 	hits  map[int32]*hit
+	bench *benchGrams // reverse direction: the benchmark's own postings (Check sets it)
+}
+
+// gramRun is one distinct gram of the query: grams[lo:hi] share its hash.
+type gramRun struct {
+	lo, hi int32
+	chann  uint8
+	common bool // too common in the index or in the benchmark (Config.MaxDocFreq)
+}
+
+// posting is one index entry holding a query gram run.
+type posting struct {
+	entry, run int32
 }
 
 type hit struct {
 	count   [2]int32
 	windows [][2]int32 // matched token windows in the query
+	runs    []int32    // counted gram runs, ascending
 }
 
 // NewMatcher returns a matcher for ix.
@@ -256,40 +300,70 @@ const maxWindows = 4096
 // Match compares one query text against every indexed entry. When the index
 // holds the benchmark (Meta.Side == "benchmark") the query is a corpus item;
 // otherwise the query is a benchmark item checked against a corpus index.
-// Overlap ratios are always relative to the benchmark text's n-grams.
+// Overlap ratios are always relative to the benchmark text's n-grams that
+// count: grams too common (Config.MaxDocFreq) count on neither side.
 func (m *Matcher) Match(queryID, queryField, text string) ([]Match, error) {
 	cfg := m.cfg
 	m.ti.analyse(text, cfg.lang())
 	m.grams = textGrams(&m.ti, cfg, m.ix.Meta.Lens, m.grams[:0])
 	slices.SortFunc(m.grams, func(x, y gram) int { return cmpU64(x.hash, y.hash) })
 	clear(m.hits)
-	var qGrams [2]int32
-	var cur []int32 // entries that matched the current gram hash
-	for i, g := range m.grams {
-		if i > 0 && g.hash == m.grams[i-1].hash {
-			// Same gram at another position: it only widens the spans.
-			for _, e := range cur {
-				m.addWindow(e, g)
-			}
-			continue
+	forward := m.ix.Meta.Side != SideCorpus
+	// Look every distinct gram up once, noting whether it is common: the
+	// index marks grams common among its entries, the benchmark postings
+	// (reverse) those common among the benchmark's items.
+	m.runs, m.found = m.runs[:0], m.found[:0]
+	var total, common [2]int32
+	for i := 0; i < len(m.grams); {
+		g := m.grams[i]
+		j := i + 1
+		for j < len(m.grams) && m.grams[j].hash == g.hash {
+			j++
 		}
-		qGrams[g.chann]++
-		cur = cur[:0]
+		r := gramRun{lo: int32(i), hi: int32(j), chann: g.chann, common: !forward && m.bench != nil && m.bench.common(g.hash)}
 		err := m.ix.lookup(g.hash, &m.buf, func(entry int32, tag uint32) {
-			if tag != uint32(g.chann) {
+			if tag&^tagCommon != uint32(g.chann) {
 				return
 			}
-			h := m.hits[entry]
-			if h == nil {
-				h = &hit{}
-				m.hits[entry] = h
-			}
-			h.count[g.chann]++
-			cur = append(cur, entry)
-			m.addWindow(entry, g)
+			r.common = r.common || tag&tagCommon != 0
+			m.found = append(m.found, posting{entry: entry, run: int32(len(m.runs))})
 		})
 		if err != nil {
 			return nil, err
+		}
+		total[g.chann]++
+		if r.common {
+			common[g.chann]++
+		}
+		m.runs = append(m.runs, r)
+		i = j
+	}
+	// Reverse: the query is the benchmark text; its common grams leave its
+	// denominator, unless all of a channel's are common.
+	var qGrams [2]int32
+	var suppress [2]bool
+	for ch := range 2 {
+		suppress[ch] = common[ch] < total[ch]
+		qGrams[ch] = total[ch]
+		if suppress[ch] {
+			qGrams[ch] -= common[ch]
+		}
+	}
+	for _, p := range m.found {
+		r := &m.runs[p.run]
+		ch := int(r.chann)
+		if r.common && (forward && !m.ix.Entries[p.entry].allCommon(ch) || !forward && suppress[ch]) {
+			continue
+		}
+		h := m.hits[p.entry]
+		if h == nil {
+			h = &hit{}
+			m.hits[p.entry] = h
+		}
+		h.count[ch]++
+		h.runs = append(h.runs, p.run)
+		for k := r.lo; k < r.hi; k++ {
+			m.addWindow(p.entry, m.grams[k])
 		}
 	}
 	// MinHash channel: band-key postings give candidates, signatures the estimate.
@@ -316,14 +390,13 @@ func (m *Matcher) Match(queryID, queryField, text string) ([]Match, error) {
 			sims[e] = dedup.Estimate(m.sig, m.esig)
 		}
 	}
-	forward := m.ix.Meta.Side != SideCorpus
 	var out []Match
 	emit := func(e int32, h *hit, sim float64) {
 		ent := m.ix.Entries[e]
 		var bench [2]int32
 		mt := Match{Benchmark: m.ix.Meta.Name, MinhashSimilarity: sim}
 		if forward {
-			bench = ent.Grams
+			bench = [2]int32{ent.counted(ChanLexical), ent.counted(ChanStructural)}
 			mt.CorpusID, mt.CorpusField, mt.BenchmarkID, mt.BenchmarkField, mt.SpansIn = queryID, queryField, ent.ID, ent.Field, SideCorpus
 		} else {
 			bench = qGrams
@@ -356,6 +429,7 @@ func (m *Matcher) Match(queryID, queryField, text string) ([]Match, error) {
 		mt.Contaminated = mt.Score >= cfg.Threshold
 		if h != nil {
 			mt.Spans, mt.Excerpt = m.spans(h, text)
+			mt.SharedWith = m.sharedWith(e, h, queryID, forward)
 		}
 		out = append(out, mt)
 	}
@@ -386,7 +460,7 @@ func (m *Matcher) Match(queryID, queryField, text string) ([]Match, error) {
 		if a.CorpusID > b.CorpusID {
 			return 1
 		}
-		return 0
+		return strings.Compare(a.BenchmarkField+"\x00"+a.CorpusField, b.BenchmarkField+"\x00"+b.CorpusField)
 	})
 	return out, nil
 }

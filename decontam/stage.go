@@ -99,8 +99,13 @@ func OpenBenchmark(ctx context.Context, cfg Config, spec BenchmarkSpec, tmpRoot 
 }
 
 // compatible checks that a persisted index was built with matching hashing
-// parameters; thresholds may differ (the index's are used).
+// parameters; thresholds may differ (the index's are used). The
+// document-frequency limit is baked into the index, so a different request
+// is refused rather than silently not applied.
 func compatible(ix, want Config) error {
+	if ix.MaxDocFreq != want.MaxDocFreq {
+		return fmt.Errorf("%w: index built with max_doc_freq=%v, requested %v (rebuild the index to change it)", ErrConfig, ix.MaxDocFreq, want.MaxDocFreq)
+	}
 	if ix.NGram != want.NGram || ix.ShingleN != want.ShingleN || ix.NumPerm != want.NumPerm || ix.Seed != want.Seed {
 		return fmt.Errorf("%w: index built with ngram=%d shingle_n=%d num_perm=%d seed=%d, requested %d/%d/%d/%d",
 			ErrConfig, ix.NGram, ix.ShingleN, ix.NumPerm, ix.Seed, want.NGram, want.ShingleN, want.NumPerm, want.Seed)
@@ -138,6 +143,9 @@ type RejectionDetail struct {
 	Method         string  `json:"method"`
 	Score          float64 `json:"score"`
 	LineageID      string  `json:"lineage_id,omitempty"`
+	// SharedWith: other benchmark items holding every matched n-gram
+	// (Match.SharedWith): the copy may be of any of them.
+	SharedWith []string `json:"shared_with,omitempty"`
 }
 
 // RegisterStages adds the "decontam" stage type.
@@ -202,7 +210,7 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) err
 		}
 		sc.Count("rejected.contaminated", 1)
 		d, _ := json.Marshal(RejectionDetail{Benchmark: m.Benchmark, BenchmarkID: m.BenchmarkID, BenchmarkField: m.BenchmarkField,
-			Method: m.Method, Score: m.Score, LineageID: it.LineageID})
+			Method: m.Method, Score: m.Score, LineageID: it.LineageID, SharedWith: m.SharedWith})
 		return rejected.Write(engine.Rejection{ItemID: it.ItemID, Stage: sc.Name, Gate: "decontam", Reason: "contaminated", Detail: string(d)})
 	})
 }

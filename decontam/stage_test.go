@@ -136,3 +136,72 @@ stages:
 		t.Errorf("matches %+v", ms)
 	}
 }
+
+// TestStageMaxDocFreqConfig: the stage takes max_doc_freq from its config
+// block and refuses a share outside (0,1] by name.
+func TestStageMaxDocFreqConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "bench.jsonl"), []byte(`{"id":"p1","ref":"module m; endmodule"}`+"\n"), 0o644)
+	reg := engine.NewRegistry()
+	decontam.RegisterStages(reg)
+	for v, wantErr := range map[string]bool{"0.2": false, "1": false, "0": true, "1.5": true} {
+		p := filepath.Join(dir, "pipeline.yaml")
+		os.WriteFile(p, []byte("name: t\nwork_dir: work\nstages:\n  - name: decontam\n    type: decontam\n    config:\n      max_doc_freq: "+v+"\n      benchmarks: [{path: bench.jsonl}]\n"), 0o644)
+		_, err := engine.LoadPipeline(p, reg)
+		if wantErr != (err != nil) || wantErr && !strings.Contains(err.Error(), "max_doc_freq="+v) {
+			t.Errorf("max_doc_freq %s: %v", v, err)
+		}
+	}
+}
+
+// TestStageRejectionNamesSharedItems: an item copying a text that two
+// benchmark items hold is rejected naming one of them, with the other in
+// shared_with.
+func TestStageRejectionNamesSharedItems(t *testing.T) {
+	dir := t.TempDir()
+	ref := "module TopModule(input clk, input [7:0] d, output reg [7:0] q);\n  always @(posedge clk) q <= {d[3:0], d[7:4]} ^ 8'h5a;\nendmodule\n"
+	bench := `{"id":"dupA","ref":` + strconvQuote(ref) + "}\n" + `{"id":"dupB","ref":` + strconvQuote(ref) + "}\n" +
+		`{"id":"other","ref":"module TopModule(input a, output y); assign y = ~a; endmodule"}` + "\n"
+	os.WriteFile(filepath.Join(dir, "bench.jsonl"), []byte(bench), 0o644)
+	line, _ := json.Marshal(engine.Item{ItemID: "leak", Instruction: "Swap the nibbles and scramble.", Reference: ref})
+	clean, _ := json.Marshal(engine.Item{ItemID: "clean", Instruction: "Write a 4-bit up counter.", Reference: "module c(input clk, output reg [3:0] n); always @(posedge clk) n <= n + 1; endmodule"})
+	os.WriteFile(filepath.Join(dir, "items.jsonl"), append(append(line, '\n'), append(clean, '\n')...), 0o644)
+	os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte("name: t\nwork_dir: work\nstages:\n  - name: src\n    type: items_jsonl\n    inputs: [items.jsonl]\n"+
+		"  - name: decontam\n    type: decontam\n    from: [src]\n    max_reject_fraction: 1\n    config:\n      benchmarks: [{path: bench.jsonl}]\n"), 0o644)
+	reg := engine.NewRegistry()
+	reg.Register("items_jsonl", func(engine.StageConfig) (engine.Stage, error) {
+		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
+			rows, err := engine.ReadAll[engine.Item](sc.Files...)
+			if err != nil {
+				return err
+			}
+			w, err := engine.StageWriter[engine.Item](sc, "items")
+			if err != nil {
+				return err
+			}
+			return w.Write(rows...)
+		}), nil
+	}, "test source")
+	decontam.RegisterStages(reg)
+	cfg, err := engine.LoadPipeline(filepath.Join(dir, "pipeline.yaml"), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rej := readKind[engine.Rejection](t, filepath.Join(dir, "work"), "decontam", "rejections")
+	if len(rej) != 1 {
+		t.Fatalf("rejections %+v", rej)
+	}
+	var d decontam.RejectionDetail
+	if err := json.Unmarshal([]byte(rej[0].Detail), &d); err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]string{"dupA": "dupB", "dupB": "dupA"}[d.BenchmarkID]
+	if other == "" || len(d.SharedWith) != 1 || d.SharedWith[0] != other {
+		t.Errorf("detail %s: want one of dupA/dupB with the other in shared_with", rej[0].Detail)
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }

@@ -59,7 +59,7 @@ Exit codes of 'check': 0 no contamination at or above --threshold,
 6 contamination found (matches written and summarised), 2 bad flags,
 3 unreadable input or a row missing the id/text fields, 4 output not writable.`,
 	}
-	c.AddCommand(newDecontamIndexCmd(), newDecontamCheckCmd())
+	c.AddCommand(newDecontamIndexCmd(), newDecontamCheckCmd(), newDecontamRescoreCmd())
 	return c
 }
 
@@ -71,6 +71,7 @@ func addDecontamConfigFlags(c *cobra.Command, cfg *decontam.Config) {
 	f.Float64Var(&cfg.ReportMin, "report-min", cfg.ReportMin, "lowest score written to the matches")
 	f.Float64Var(&cfg.MinHashThreshold, "minhash-threshold", cfg.MinHashThreshold, "Jaccard target of the MinHash banding")
 	f.IntVar(&cfg.NumPerm, "num-perm", cfg.NumPerm, "MinHash signature slots")
+	f.Float64Var(&cfg.MaxDocFreq, "max-doc-freq", cfg.MaxDocFreq, "n-grams in more than this share of the indexed items (and in at least 3) are boilerplate and do not count; kept in a persisted index; 1 disables")
 	f.StringVar(&cfg.Lang, "lang", cfg.Lang, "comment syntax: auto|verilog|c|python|text")
 }
 
@@ -127,8 +128,8 @@ func runDecontamIndex(ctx context.Context, o DecontamIndexOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Stdout, "decontam index %s (%s): %d entries, %d postings, %d-grams, MinHash %s\n  written to %s\n",
-		meta.Name, meta.Side, meta.Entries, meta.Records, meta.Config.NGram, meta.Bands, o.Out)
+	fmt.Fprintf(o.Stdout, "decontam index %s (%s): %d entries, %d postings, %d-grams, MinHash %s; %d n-grams common to more than %v of %d items not counted\n  written to %s\n",
+		meta.Name, meta.Side, meta.Entries, meta.Records, meta.Config.NGram, meta.Bands, meta.Common, meta.Config.MaxDocFreq, meta.Items, o.Out)
 	return nil
 }
 
@@ -145,8 +146,14 @@ func newDecontamCheckCmd() *cobra.Command {
 		Use:   "check (--corpus PATH... | --corpus-index DIR) --benchmark PATH|DIR [--field F ...] --out DIR",
 		Short: "Report corpus items overlapping benchmark items; exit code 6 when contamination ≥ --threshold is found",
 		Long: `Writes DIR/matches-*.parquet (corpus id, benchmark id and field, method,
-matched spans, overlap ratios, MinHash similarity, score) and DIR/manifest.json,
-and prints a summary.
+matched spans, overlap ratios, MinHash similarity, score, shared_with: the
+other benchmark items holding every matched n-gram, so the match is not
+specific to its benchmark id) and DIR/manifest.json, and prints a summary.
+Matches from --report-min up are written, so 'decontam rescore' can apply
+another threshold later.
+
+N-grams in more than --max-doc-freq of the indexed items (boilerplate) do
+not count; a persisted index keeps the share it was built with.
 
 --benchmark takes a JSONL/Parquet file (indexed on the fly; --field and
 --id-field map its columns) or an index directory from 'decontam index'.
@@ -266,6 +273,9 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 		m.Counts["matches."+s.Benchmark] = s.Matches
 		m.Counts["contaminated."+s.Benchmark] = s.Contaminated
 		contaminated += s.Contaminated
+	}
+	if err := decontam.WriteRunRecord(o.Out, decontam.NewRunRecord(sums)); err != nil { // for decontam rescore
+		return err
 	}
 	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
 		return err
