@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crucible-data/crucible/decontam"
+	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
 )
 
@@ -41,6 +42,7 @@ type DecontamCheckOptions struct {
 	IDField       string
 	Fields        []string
 	Out           string
+	Purify        string // --purify DIR: the corpus without its contaminated rows (forward only)
 	Workers       int
 	Config        decontam.Config
 	Writer        engine.WriterOptions
@@ -142,7 +144,7 @@ func cmpOr(a, b string) string {
 func newDecontamCheckCmd() *cobra.Command {
 	o := DecontamCheckOptions{Config: decontam.DefaultConfig(), Writer: engine.DefaultWriterOptions(), Workers: runtime.GOMAXPROCS(0)}
 	c := &cobra.Command{
-		Use:   "check (--corpus PATH... | --corpus-index DIR) --benchmark PATH|DIR [--field F ...] --out DIR",
+		Use:   "check (--corpus PATH... | --corpus-index DIR) --benchmark PATH|DIR [--field F ...] --out DIR [--purify PDIR]",
 		Short: "Report corpus items overlapping benchmark items; exit code 6 when contamination ≥ --threshold is found",
 		Long: `Writes DIR/matches-*.parquet (corpus id, benchmark id and field, method,
 matched spans, overlap ratios, MinHash similarity, score) and DIR/manifest.json,
@@ -152,6 +154,27 @@ and prints a summary.
 --id-field map its columns) or an index directory from 'decontam index'.
 With --corpus-index, a persisted corpus index is checked by the benchmark
 files instead of re-reading the corpus.
+
+--purify PDIR (with --corpus; not with --corpus-index, exit 2; PDIR must
+not be --out, exit 2) also writes the corpus without its contaminated rows,
+a row being contaminated when any match against any --benchmark scores at
+or above --threshold:
+  PDIR/kept-*.parquet     the other rows, in input order
+  PDIR/removed-*.parquet  the contaminated rows, in input order
+  PDIR/manifest.json      shards and counts (rows, kept, removed), written last
+Both hold the corpus rows unchanged: every input column, same names, same
+Arrow types, same order (a Parquet input's own schema; JSONL gets a schema
+inferred from all rows, as 'crucible dedup' does). removed-*.parquet then has
+  _decontam_benchmark  string: the distinct benchmark ids the row matched at
+                       or above the threshold, comma-separated, in the order
+                       first matched (benchmarks in --benchmark order)
+  _decontam_method     string: lexical | structural | minhash, of the
+                       highest-scoring of those matches
+  _decontam_score      float64: that highest score
+Rows are told apart by their place in the corpus, not by id, so a clean row
+sharing an id with a contaminated one is kept. A corpus column named
+_decontam_... is exit 2. The exit code is still 6 when contamination is
+found (the purified corpus is written first), 0 when clean (every row kept).
 
 Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output not writable.`,
 		Args: cobra.NoArgs,
@@ -169,6 +192,7 @@ Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output n
 	f.StringVar(&o.IDField, "id-field", "id", "benchmark id column")
 	f.StringArrayVar(&o.Fields, "field", nil, "benchmark text column (repeatable; default: prompt, ref, code, instruction, reference, text)")
 	f.StringVar(&o.Out, "out", "", "output directory for matches (required)")
+	f.StringVar(&o.Purify, "purify", "", "also write the corpus minus its contaminated rows to this directory (kept-*.parquet, removed-*.parquet, manifest.json; --corpus only)")
 	f.IntVar(&o.Workers, "workers", o.Workers, "matching workers")
 	addDecontamConfigFlags(c, &o.Config)
 	_ = c.MarkFlagRequired("benchmark")
@@ -190,8 +214,22 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 	if (len(o.Corpus) == 0) == (o.CorpusIndex == "") {
 		return fmt.Errorf("%w: give exactly one of --corpus and --corpus-index", errUsage)
 	}
+	if o.Purify != "" && o.CorpusIndex != "" {
+		return fmt.Errorf("%w: --purify needs the corpus rows (--corpus files); a --corpus-index holds no rows to write", errUsage)
+	}
+	if o.Purify != "" && samePath(o.Purify, o.Out) {
+		return fmt.Errorf("%w: --purify %s is the --out directory; give the purified corpus its own directory", errUsage, o.Purify)
+	}
 	if err := o.Config.Validate(); err != nil {
 		return err
+	}
+	var pin *dedup.Input
+	hits := contamRows{}
+	if o.Purify != "" {
+		var err error
+		if pin, err = openPurifyInput(ctx, o); err != nil {
+			return err
+		}
 	}
 	fields := o.Fields
 	if len(fields) == 0 {
@@ -245,7 +283,10 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 				w.Abort()
 				return err
 			}
-			s, err := decontam.Check(ctx, ix, corpus, o.Workers, write)
+			s, err := decontam.CheckRecords(ctx, ix, corpus, o.Workers, func(row int64, m decontam.Match) error {
+				hits.add(row, m)
+				return write(m)
+			})
 			cleanup()
 			if err != nil {
 				w.Abort()
@@ -271,6 +312,13 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.Stdout, "matches: %s\n", o.Out)
+	if pin != nil {
+		kept, removed, err := writePurified(engine.WithReadMeter(ctx, nil), pin, hits, o)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Stdout, "purified corpus: %s (kept %d rows, removed %d contaminated)\n", o.Purify, kept, removed)
+	}
 	if contaminated > 0 {
 		return withCode(exitFindings, fmt.Errorf("%w: %d matches with score ≥ %.2f", errContaminated, contaminated, o.Config.Threshold))
 	}
