@@ -176,6 +176,10 @@ sharing an id with a contaminated one is kept. A corpus column named
 _decontam_... is exit 2. The exit code is still 6 when contamination is
 found (the purified corpus is written first), 0 when clean (every row kept).
 
+--compression zstd|snappy|none and --compression-level N (zstd) set the
+codec of every Parquet file written (matches and --purify); the default,
+zstd level 1, is the one 'crucible dedup --help' measures.
+
 Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output not writable.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -195,6 +199,7 @@ Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output n
 	f.StringVar(&o.Purify, "purify", "", "also write the corpus minus its contaminated rows to this directory (kept-*.parquet, removed-*.parquet, manifest.json; --corpus only)")
 	f.IntVar(&o.Workers, "workers", o.Workers, "matching workers")
 	addDecontamConfigFlags(c, &o.Config)
+	addCompressionFlags(c, &o.Writer)
 	_ = c.MarkFlagRequired("benchmark")
 	_ = c.MarkFlagRequired("out")
 	return c
@@ -221,6 +226,9 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 		return fmt.Errorf("%w: --purify %s is the --out directory; give the purified corpus its own directory", errUsage, o.Purify)
 	}
 	if err := o.Config.Validate(); err != nil {
+		return err
+	}
+	if err := checkCompression(o.Writer); err != nil {
 		return err
 	}
 	var pin *dedup.Input
