@@ -88,7 +88,7 @@ func newDecontamIndexCmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&o.In, "in", nil, "JSONL or Parquet file (repeatable; required)")
+	f.StringArrayVar(&o.In, "in", nil, "JSONL or Parquet file, quoted glob, or directory (every .jsonl, .jsonl.gz, .jsonl.zst, .parquet below it); repeatable; required")
 	f.StringVar(&o.Side, "side", decontam.SideBenchmark, "what the files are: benchmark (entries per field) | corpus (entries per row)")
 	f.StringVar(&o.Name, "name", "", "index name shown in reports (default: first file name)")
 	f.StringVar(&o.IDField, "id-field", "", "id column (default: id for a benchmark, item_id|id for a corpus)")
@@ -113,6 +113,11 @@ func runDecontamIndex(ctx context.Context, o DecontamIndexOptions) error {
 	if o.Name == "" {
 		o.Name = strings.TrimSuffix(filepath.Base(o.In[0]), filepath.Ext(o.In[0]))
 	}
+	in, err := engine.ExpandDataPaths(o.In)
+	if err != nil {
+		return fmt.Errorf("--in: %w", err)
+	}
+	o.In = in
 	idf, fields := o.IDField, o.Fields
 	if o.Side == decontam.SideBenchmark {
 		idf = cmpOr(idf, "id")
@@ -188,7 +193,7 @@ Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output n
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&o.Corpus, "corpus", nil, "corpus JSONL or Parquet file (repeatable)")
+	f.StringArrayVar(&o.Corpus, "corpus", nil, "corpus JSONL or Parquet file, quoted glob, or directory (every .jsonl, .jsonl.gz, .jsonl.zst, .parquet below it); repeatable")
 	f.StringVar(&o.CorpusIndex, "corpus-index", "", "persisted corpus index directory (instead of --corpus)")
 	f.StringVar(&o.CorpusIDField, "corpus-id-field", "item_id|id", "corpus id column (alternatives separated by |)")
 	f.StringArrayVar(&o.CorpusFields, "corpus-field", nil, "corpus text column (repeatable; default: instruction, reference, text, content, code, prompt, ref)")
@@ -230,6 +235,13 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 	}
 	if err := checkCompression(o.Writer); err != nil {
 		return err
+	}
+	if len(o.Corpus) > 0 {
+		corpus, err := engine.ExpandDataPaths(o.Corpus)
+		if err != nil {
+			return fmt.Errorf("--corpus: %w", err)
+		}
+		o.Corpus = corpus
 	}
 	var pin *dedup.Input
 	hits := contamRows{}

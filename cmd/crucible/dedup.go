@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -119,7 +118,7 @@ different columns or a repeated id, 4 output not writable.`,
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&o.In, "in", nil, "input JSONL or Parquet file or glob (repeatable; required)")
+	f.StringArrayVar(&o.In, "in", nil, "input JSONL or Parquet file, quoted glob, or directory (every .jsonl, .jsonl.gz, .jsonl.zst, .parquet below it); repeatable; required")
 	f.StringVar(&o.IDField, "id-field", "id", "id column (alternatives separated by |, e.g. item_id|id)")
 	f.StringArrayVar(&o.TextFields, "text-field", nil, "text column compared (repeatable: fields are joined; required)")
 	f.StringVar(&o.Out, "out", "", "output directory (required)")
@@ -164,20 +163,9 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 	default:
 		return fmt.Errorf("%w: --on-duplicate-id %q (want error or keep-first)", errUsage, o.OnDupID)
 	}
-	var in []string
-	for _, p := range o.In {
-		if strings.ContainsAny(p, "*?[") {
-			m, err := filepath.Glob(p)
-			if err != nil || len(m) == 0 {
-				return fmt.Errorf("%w: --in %s matches no file", engine.ErrInput, p)
-			}
-			in = append(in, m...)
-			continue
-		}
-		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("%w: --in %s: %v", engine.ErrInput, p, err)
-		}
-		in = append(in, p)
+	in, err := engine.ExpandDataPaths(o.In)
+	if err != nil {
+		return fmt.Errorf("--in: %w", err)
 	}
 	o.In = in
 	input, err := dedup.OpenInput(ctx, o.In, o.IDField)
