@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -242,6 +243,13 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 			return fmt.Errorf("--corpus: %w", err)
 		}
 		o.Corpus = corpus
+	}
+	inputs := append(slices.Clone(o.Corpus), o.Benchmarks...)
+	if p := engine.ClobberedInput(o.Out, []string{"manifest.json"}, []string{"matches"}, inputs); p != "" {
+		return fmt.Errorf("%w: input %s is in --out %s, whose output files would replace it; write to another directory", errUsage, p, o.Out)
+	}
+	if p := engine.ClobberedInput(o.Purify, []string{purifyManifest}, []string{purifyKept, purifyRemoved}, inputs); o.Purify != "" && p != "" {
+		return fmt.Errorf("%w: input %s is in --purify %s, whose output files would replace it; write to another directory", errUsage, p, o.Purify)
 	}
 	var pin *dedup.Input
 	hits := contamRows{}

@@ -219,3 +219,98 @@ func TestDecontamPurifyUsage(t *testing.T) {
 		t.Fatalf("reserved column: exit %d (%v), want %d naming the column", code, err, exitUsage)
 	}
 }
+
+// Rows are told apart by place: a clean row repeating a contaminated row's
+// id is kept. A row matching items of two --benchmark files names both ids.
+func TestDecontamPurifyByPlace(t *testing.T) {
+	dir := t.TempDir()
+	f := newPurifyFixture(t, dir)
+	data, _ := os.ReadFile(f.bench)
+	lines := strings.SplitAfter(strings.TrimSpace(string(data)), "\n")
+	b1, b2 := filepath.Join(dir, "b1.jsonl"), filepath.Join(dir, "b2.jsonl")
+	os.WriteFile(b1, []byte(strings.Join(lines[:4], "")), 0o644) // bench-0..3
+	os.WriteFile(b2, []byte(lines[4]+"\n"), 0o644)               // bench-4
+	var bench []struct {
+		ID  string `json:"id"`
+		Ref string `json:"ref"`
+	}
+	for _, l := range lines {
+		var r struct {
+			ID  string `json:"id"`
+			Ref string `json:"ref"`
+		}
+		json.Unmarshal([]byte(l), &r)
+		bench = append(bench, r)
+	}
+	syn := dedup.NewSynth(dedup.SynthConfig{N: 10, DocWords: 80, Vocab: 3000, Seed: 8})
+	row := func(id int, text string) string {
+		j, _ := json.Marshal(text)
+		return fmt.Sprintf(`{"id":%d,"text":%s}`+"\n", id, j)
+	}
+	corpus := filepath.Join(dir, "dup-ids.jsonl")
+	os.WriteFile(corpus, []byte(row(1, syn.Text(1))+row(2, bench[0].Ref)+row(2, syn.Text(2))+
+		row(3, bench[3].Ref+"\n"+bench[4].Ref)+row(2, syn.Text(3))), 0o644)
+	o := purifyOpts(f, []string{corpus}, filepath.Join(dir, "m"), filepath.Join(dir, "p"))
+	o.Benchmarks = []string{b1, b2}
+	if code := exitCode(context.Background(), runDecontamCheck(context.Background(), o)); code != exitFindings {
+		t.Fatalf("exit %d, want %d", code, exitFindings)
+	}
+	so, err := engine.LoadStageOutput(o.Purify)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type out struct {
+		ID    int64   `arrow:"id"`
+		Text  string  `arrow:"text"`
+		Bench string  `arrow:"_decontam_benchmark"`
+		Score float64 `arrow:"_decontam_score"`
+	}
+	kept, err := engine.ReadAll[out](so.Shards(purifyKept)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed, err := engine.ReadAll[out](so.Shards(purifyRemoved)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keptIDs []int64
+	for _, k := range kept {
+		keptIDs = append(keptIDs, k.ID)
+	}
+	if !slices.Equal(keptIDs, []int64{1, 2, 2}) || kept[1].Text != syn.Text(2) || kept[2].Text != syn.Text(3) {
+		t.Errorf("kept %v, want ids 1, 2, 2 with the clean texts", keptIDs)
+	}
+	if len(removed) != 2 || removed[0].ID != 2 || removed[0].Bench != "bench-0" || removed[1].ID != 3 || removed[1].Bench != "bench-3,bench-4" {
+		t.Errorf("removed %+v, want id 2 (bench-0) and id 3 (bench-3,bench-4)", removed)
+	}
+}
+
+// An output directory holding an input whose name the output would reuse
+// is refused (exit 2), and the input survives.
+func TestDecontamDedupRefuseClobberingInput(t *testing.T) {
+	dir := t.TempDir()
+	f := newPurifyFixture(t, dir)
+	d := filepath.Join(dir, "d")
+	o := DedupOptions{In: []string{f.corpus}, IDField: "id", TextFields: []string{"text"}, Out: d,
+		Config: dedup.DefaultConfig(), Writer: engine.DefaultWriterOptions(), Stdout: &discard{}}
+	if err := runDedup(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(d, "kept-00000.parquet")
+	o.In = []string{filepath.Join(d, "kept-*.parquet")}
+	if code := exitCode(context.Background(), runDedup(context.Background(), o)); code != exitUsage {
+		t.Errorf("dedup --in d/kept-* --out d: exit %d, want %d", code, exitUsage)
+	}
+	c := purifyOpts(f, []string{kept}, filepath.Join(dir, "m"), d)
+	if code := exitCode(context.Background(), runDecontamCheck(context.Background(), c)); code != exitUsage {
+		t.Errorf("decontam --corpus d/kept-00000.parquet --purify d: exit %d, want %d", code, exitUsage)
+	}
+	c = purifyOpts(f, []string{kept}, d, filepath.Join(dir, "p"))
+	c.Benchmarks = []string{filepath.Join(d, "manifest.json")}
+	if code := exitCode(context.Background(), runDecontamCheck(context.Background(), c)); code != exitUsage {
+		t.Errorf("decontam --benchmark d/manifest.json --out d: exit %d, want %d", code, exitUsage)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Fatalf("the input is gone: %v", err)
+	}
+}

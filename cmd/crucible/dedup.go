@@ -168,6 +168,9 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 		return fmt.Errorf("--in: %w", err)
 	}
 	o.In = in
+	if p := engine.ClobberedInput(o.Out, []string{"manifest.json"}, []string{"kept", "removed", "rejections"}, o.In); p != "" {
+		return fmt.Errorf("%w: --in %s is in --out %s, whose output files would replace it; write to another directory", errUsage, p, o.Out)
+	}
 	input, err := dedup.OpenInput(ctx, o.In, o.IDField)
 	if err != nil {
 		return err
