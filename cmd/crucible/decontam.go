@@ -234,7 +234,7 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 	if err := o.Config.Validate(); err != nil {
 		return err
 	}
-	if err := checkCompression(o.Writer); err != nil {
+	if err := checkCompression(&o.Writer); err != nil {
 		return err
 	}
 	if len(o.Corpus) > 0 {

@@ -58,7 +58,8 @@ func outputFiles(t *testing.T, dir string, kinds ...string) []string {
 // --compression / --compression-level: every column chunk of dedup's and
 // decontam check's outputs (matches and purify) uses the codec asked for;
 // the rows are the same whatever the codec; bad values are exit 2 before
-// any work; the flags default to the measured choice, zstd level 1.
+// any work; the flags default to the measured choice, zstd level 1
+// (level 0, the flag's default, is zstd 1 and no level for snappy/none).
 func TestDedupDecontamCompression(t *testing.T) {
 	dir := t.TempDir()
 	f := newPurifyFixture(t, dir)
@@ -70,6 +71,7 @@ func TestDedupDecontamCompression(t *testing.T) {
 		want  compress.Compression
 	}{
 		{"zstd-1", engine.CodecZstd, 1, compress.Codecs.Zstd},
+		{"zstd-0", engine.CodecZstd, 0, compress.Codecs.Zstd}, // the flags' default: level 1
 		{"zstd-9", engine.CodecZstd, 9, compress.Codecs.Zstd},
 		{"snappy", engine.CodecSnappy, 0, compress.Codecs.Snappy},
 		{"none", engine.CodecNone, 0, compress.Codecs.Uncompressed},
@@ -99,11 +101,12 @@ func TestDedupDecontamCompression(t *testing.T) {
 			t.Errorf("dedup %s: %d rows differ from the zstd-1 output", c.name, n)
 		}
 	}
-	// The level reaches the encoder: zstd 9 writes fewer bytes than zstd 1.
-	if !(size["zstd-9"] < size["zstd-1"] && size["zstd-1"] < size["snappy"] && size["snappy"] < size["none"]) {
-		t.Errorf("output bytes %v: want zstd-9 < zstd-1 < snappy < none", size)
+	// The level reaches the encoder: zstd 9 writes fewer bytes than zstd 1,
+	// and level 0 is level 1.
+	if !(size["zstd-9"] < size["zstd-1"] && size["zstd-1"] < size["snappy"] && size["snappy"] < size["none"]) || size["zstd-0"] != size["zstd-1"] {
+		t.Errorf("output bytes %v: want zstd-9 < zstd-1 = zstd-0 < snappy < none", size)
 	}
-	for _, c := range codecs[2:] {
+	for _, c := range codecs[3:] {
 		o := purifyOpts(f, []string{f.corpus}, filepath.Join(dir, "m-"+c.name), filepath.Join(dir, "p-"+c.name))
 		o.Writer.Compression, o.Writer.CompressionLevel = c.c, c.level
 		if code := exitCode(context.Background(), runDecontamCheck(context.Background(), o)); code != exitFindings {
@@ -135,9 +138,20 @@ func TestDedupDecontamCompression(t *testing.T) {
 		if d := cmd.Flags().Lookup("compression").DefValue; d != "zstd" {
 			t.Errorf("%v --compression defaults to %q", c, d)
 		}
-		if d := cmd.Flags().Lookup("compression-level").DefValue; d != "1" {
+		if d := cmd.Flags().Lookup("compression-level").DefValue; d != "0" {
 			t.Errorf("%v --compression-level defaults to %q", c, d)
 		}
+	}
+	// --compression snappy alone (no level) on the command line.
+	root := newRootCmd()
+	out := filepath.Join(dir, "cli-snappy")
+	root.SetArgs([]string{"dedup", "--in", f.corpus, "--id-field", "id", "--text-field", "text", "--out", out, "--compression", "snappy", "--no-progress"})
+	root.SetOut(&discard{})
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("dedup --compression snappy: %v", err)
+	}
+	if got := parquetCodecs(t, outputFiles(t, out, "kept")); got[compress.Codecs.Snappy] == 0 || len(got) != 1 {
+		t.Errorf("dedup --compression snappy wrote %v", got)
 	}
 }
 
