@@ -182,6 +182,9 @@ sharing an id with a contaminated one is kept. A corpus column named
 _decontam_... is exit 2. The exit code is still 6 when contamination is
 found (the purified corpus is written first), 0 when clean (every row kept).
 
+--corpus (and 'decontam index --in') take files, quoted globs and
+directories as 'crucible dedup --in' does.
+
 --compression zstd|snappy|none and --compression-level N (zstd) set the
 codec of every Parquet file written (matches and --purify); the default,
 zstd level 1, is the one 'crucible dedup --help' measures.

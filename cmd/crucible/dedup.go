@@ -88,6 +88,13 @@ Memory: the per-row dedup state (id, hashes, cluster) and the LSH index as
 before; the rows themselves are streamed in batches of 1024, and each
 output holds at most about one row group (64 MiB) before writing it.
 
+Inputs: --in takes files, quoted globs (expanded by the command; * does not
+match a leading dot) and directories (every .jsonl, .jsonl.gz, .jsonl.zst,
+.jsonl.zstd and .parquet file below, hidden ones left out, in lexical
+order), any number of each, in the order given. A pattern matching nothing,
+a directory without data, or a file reached twice is exit 3; an input in
+--out under a name the output would replace is exit 2.
+
 Output compression: --compression zstd|snappy|none (default zstd) and
 --compression-level N for zstd (default 1).
 Measured on the dedup output of 20,000 x 2 KB documents (46 MB of JSONL,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crucible-data/crucible/decontam"
 	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/internal/testenv"
@@ -102,6 +103,18 @@ func TestDedupDecontamInputPaths(t *testing.T) {
 		if !slices.Equal(d, dedupWant) || !slices.Equal(m, matchWant) || !slices.Equal(p, purifyWant) {
 			t.Errorf("%s: shards differ from listing the files:\n dedup %v\n  want %v\n matches %v\n  want %v\n purify %v\n  want %v",
 				name, d, dedupWant, m, matchWant, p, purifyWant)
+		}
+	}
+	// decontam index --in: a directory indexes the same rows as the files.
+	for _, name := range []string{"files", "dir"} {
+		var out strings.Builder
+		io := DecontamIndexOptions{In: forms[name], Side: decontam.SideCorpus, IDField: "id", Fields: []string{"text"},
+			Out: filepath.Join(dir, "ix-"+name), Name: "corpus", Config: decontam.DefaultConfig(), Stdout: &out}
+		if err := runDecontamIndex(context.Background(), io); err != nil {
+			t.Fatalf("decontam index --in %v: %v", forms[name], err)
+		}
+		if !strings.Contains(out.String(), ": 200 entries") {
+			t.Errorf("decontam index --in %v: %s", forms[name], out.String())
 		}
 	}
 	empty := filepath.Join(dir, "empty")
