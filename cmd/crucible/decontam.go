@@ -181,8 +181,8 @@ Rows are told apart by their place in the corpus, not by id, so a clean row
 sharing an id with a contaminated one is kept. A corpus column named
 _decontam_... is exit 2. The exit code is still 6 when contamination is
 found (the purified corpus is written first), 0 when clean (every row kept).
---purify reads the corpus twice more (JSONL: a schema pass before matching;
-the rows again after it), and all corpus files need the same columns (exit 3
+--purify reads the corpus once more, after matching, to write the rows
+(JSONL twice: also a schema pass before matching), and all corpus files need the same columns (exit 3
 naming two that differ).
 
 --corpus (and 'decontam index --in') take files, quoted globs and
