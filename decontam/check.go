@@ -155,6 +155,7 @@ func (s Summary) String() string {
 
 type query struct {
 	id, field, text string
+	record          int64 // position of the query's record in src's scan order
 }
 
 // Check matches every record of src against ix and calls fn for each
@@ -163,6 +164,14 @@ type query struct {
 // Reverse (corpus index): each benchmark field is one query; the benchmark
 // is read into memory first for its own gram postings (see benchGrams).
 func Check(ctx context.Context, ix *Index, src Source, workers int, fn func(Match) error) (Summary, error) {
+	return CheckRecords(ctx, ix, src, workers, func(_ int64, m Match) error { return fn(m) })
+}
+
+// CheckRecords is Check that also tells fn which record of src the match's
+// query came from: its 0-based position in src's scan order (for a file
+// source, the row's place among all rows of all files). Rows are told apart
+// by place, not by id, so two corpus rows sharing an id are not confused.
+func CheckRecords(ctx context.Context, ix *Index, src Source, workers int, fn func(record int64, m Match) error) (Summary, error) {
 	workers = max(workers, 1)
 	forward := ix.Meta.Side != SideCorpus
 	s := Summary{Benchmark: ix.Meta.Name, Threshold: ix.Meta.Config.Threshold, ReportMin: ix.Meta.Config.ReportMin,
@@ -215,7 +224,7 @@ func Check(ctx context.Context, ix *Index, src Source, workers int, fn func(Matc
 		for i := range batch {
 			for _, m := range results[i] {
 				s.add(m)
-				if err := fn(m); err != nil {
+				if err := fn(batch[i].record, m); err != nil {
 					return err
 				}
 			}
@@ -231,13 +240,15 @@ func Check(ctx context.Context, ix *Index, src Source, workers int, fn func(Matc
 		}
 		return nil
 	}
+	var record int64
 	err := src.Scan(ctx, func(r dedup.Record) error {
+		defer func() { record++ }()
 		if forward {
-			return push(query{r.ID, fieldNames(r), r.Text()})
+			return push(query{r.ID, fieldNames(r), r.Text(), record})
 		}
 		for _, f := range r.Fields {
 			s.BenchmarkEntries++
-			if err := push(query{r.ID, f.Name, f.Text}); err != nil {
+			if err := push(query{r.ID, f.Name, f.Text, record}); err != nil {
 				return err
 			}
 		}

@@ -78,7 +78,7 @@ func OpenInput(ctx context.Context, paths []string, idField string) (*Input, err
 		}
 		m, err := mergeSchemas(in.Schema, s)
 		if err != nil {
-			return fmt.Errorf("%w: %s and %s have different columns: %v (dedup writes its input rows unchanged, so all inputs need one schema)",
+			return fmt.Errorf("%w: %s and %s have different columns: %v (their rows are written through unchanged, so all inputs need one schema)",
 				engine.ErrInput, from, path, err)
 		}
 		in.Schema = m

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/crucible-data/crucible/engine/partlock"
@@ -48,19 +49,7 @@ func clearOutput(dir string, manifests, kinds []string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrIO, err)
 	}
-	ours := func(name string) bool {
-		for _, m := range manifests {
-			if strings.HasPrefix(name, m+".tmp-") {
-				return true
-			}
-		}
-		for _, k := range kinds {
-			if strings.HasPrefix(name, k+"-") && strings.Contains(name, ".parquet") {
-				return true
-			}
-		}
-		return false
-	}
+	ours := func(name string) bool { return outputName(name, manifests, kinds) }
 	for _, e := range ents {
 		name := e.Name()
 		temp := IsTempName(name)
@@ -75,4 +64,44 @@ func clearOutput(dir string, manifests, kinds []string) error {
 		}
 	}
 	return syncDir(dir)
+}
+
+// outputName reports whether name (a file's base name, a temp file's
+// without its leading dot) is one of a PrepareOutput's: a manifest's temp
+// file or a shard of one of kinds.
+func outputName(name string, manifests, kinds []string) bool {
+	for _, m := range manifests {
+		if strings.HasPrefix(name, m+".tmp-") {
+			return true
+		}
+	}
+	for _, k := range kinds {
+		if strings.HasPrefix(name, k+"-") && strings.Contains(name, ".parquet") {
+			return true
+		}
+	}
+	return false
+}
+
+// ClobberedInput returns the first of inputs that PrepareOutput(dir,
+// manifests, kinds...) would delete (a manifest or a shard of one of kinds
+// in dir itself), or "" when none is. Commands call it before
+// PrepareOutput, so an output directory that holds the input (an earlier
+// run's kept-*.parquet, say) is refused rather than emptied.
+func ClobberedInput(dir string, manifests, kinds, inputs []string) string {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for _, in := range inputs {
+		a, err := filepath.Abs(in)
+		if err != nil || filepath.Dir(a) != d {
+			continue
+		}
+		base := filepath.Base(a)
+		if slices.Contains(manifests, base) || (strings.HasSuffix(base, ".parquet") && outputName(base, manifests, kinds)) {
+			return in
+		}
+	}
+	return ""
 }

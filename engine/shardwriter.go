@@ -32,6 +32,51 @@ type WriterOptions struct {
 	// WrapFile, when set, wraps the writer of every shard file. Tests use it
 	// to make writes fail (a disk that fills after N bytes) deterministically.
 	WrapFile func(io.Writer) io.Writer
+	// Compression is the Parquet page codec: CodecZstd (also ""), CodecSnappy
+	// or CodecNone. CompressionLevel is zstd's level (0: the codec's default,
+	// which is level 3); the zstd encoder has four speeds, so levels 1-2,
+	// 3-5, 6-9 and 10+ each write the same bytes.
+	Compression      string
+	CompressionLevel int
+}
+
+// Output codecs (WriterOptions.Compression).
+const (
+	CodecZstd   = "zstd"
+	CodecSnappy = "snappy"
+	CodecNone   = "none"
+)
+
+// Validate checks the compression settings; an error names the bad value.
+func (o WriterOptions) Validate() error {
+	switch o.Compression {
+	case "", CodecZstd:
+		if o.CompressionLevel < 0 || o.CompressionLevel > 22 {
+			return fmt.Errorf("%w: compression level %d (zstd takes 1-22, 0 for its default)", ErrConfig, o.CompressionLevel)
+		}
+	case CodecSnappy, CodecNone:
+		if o.CompressionLevel != 0 {
+			return fmt.Errorf("%w: compression level %d given for %s (only zstd has levels)", ErrConfig, o.CompressionLevel, o.Compression)
+		}
+	default:
+		return fmt.Errorf("%w: compression %q (want zstd, snappy or none)", ErrConfig, o.Compression)
+	}
+	return nil
+}
+
+// parquetCompression is the writer properties of o's codec and level.
+func (o WriterOptions) parquetCompression() []parquet.WriterProperty {
+	switch o.Compression {
+	case CodecSnappy:
+		return []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Snappy)}
+	case CodecNone:
+		return []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Uncompressed)}
+	}
+	props := []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Zstd)}
+	if o.CompressionLevel > 0 {
+		props = append(props, parquet.WithCompressionLevel(o.CompressionLevel))
+	}
+	return props
 }
 
 // DefaultWriterOptions: 64 MiB row groups, 512 MiB shards.
@@ -131,6 +176,9 @@ func prepareWriter(dir string, opts WriterOptions) (WriterOptions, memory.Alloca
 	}
 	if opts.ShardBytes <= 0 {
 		opts.ShardBytes = DefaultWriterOptions().ShardBytes
+	}
+	if err := opts.Validate(); err != nil {
+		return opts, nil, err
 	}
 	mem := opts.Allocator
 	if mem == nil {
@@ -308,12 +356,11 @@ func (w *ShardWriter[T]) openFile() error {
 		out = w.opts.WrapFile(f)
 	}
 	w.cw = &countingWriter{w: out, h: sha256.New()}
-	props := parquet.NewWriterProperties(
-		parquet.WithCompression(compress.Codecs.Zstd),
+	props := parquet.NewWriterProperties(append(w.opts.parquetCompression(),
 		parquet.WithAllocator(w.mem),
 		parquet.WithMaxRowGroupLength(1<<40),
 		parquet.WithCreatedBy("crucible"),
-	)
+	)...)
 	aprops := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(w.mem))
 	fw, err := pqarrow.NewFileWriter(w.schema, w.cw, props, aprops)
 	if err != nil {

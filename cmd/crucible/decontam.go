@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/crucible-data/crucible/decontam"
+	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
 )
 
@@ -41,6 +43,7 @@ type DecontamCheckOptions struct {
 	IDField       string
 	Fields        []string
 	Out           string
+	Purify        string // --purify DIR: the corpus without its contaminated rows (forward only)
 	Workers       int
 	Config        decontam.Config
 	Writer        engine.WriterOptions
@@ -87,7 +90,7 @@ func newDecontamIndexCmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&o.In, "in", nil, "JSONL or Parquet file (repeatable; required)")
+	f.StringArrayVar(&o.In, "in", nil, "JSONL or Parquet file, quoted glob, or directory (every .jsonl, .jsonl.gz, .jsonl.zst, .parquet below it); repeatable; required")
 	f.StringVar(&o.Side, "side", decontam.SideBenchmark, "what the files are: benchmark (entries per field) | corpus (entries per row)")
 	f.StringVar(&o.Name, "name", "", "index name shown in reports (default: first file name)")
 	f.StringVar(&o.IDField, "id-field", "", "id column (default: id for a benchmark, item_id|id for a corpus)")
@@ -112,6 +115,11 @@ func runDecontamIndex(ctx context.Context, o DecontamIndexOptions) error {
 	if o.Name == "" {
 		o.Name = strings.TrimSuffix(filepath.Base(o.In[0]), filepath.Ext(o.In[0]))
 	}
+	in, err := engine.ExpandDataPaths(o.In)
+	if err != nil {
+		return fmt.Errorf("--in: %w", err)
+	}
+	o.In = in
 	idf, fields := o.IDField, o.Fields
 	if o.Side == decontam.SideBenchmark {
 		idf = cmpOr(idf, "id")
@@ -143,7 +151,7 @@ func cmpOr(a, b string) string {
 func newDecontamCheckCmd() *cobra.Command {
 	o := DecontamCheckOptions{Config: decontam.DefaultConfig(), Writer: engine.DefaultWriterOptions(), Workers: runtime.GOMAXPROCS(0)}
 	c := &cobra.Command{
-		Use:   "check (--corpus PATH... | --corpus-index DIR) --benchmark PATH|DIR [--field F ...] --out DIR",
+		Use:   "check (--corpus PATH... | --corpus-index DIR) --benchmark PATH|DIR [--field F ...] --out DIR [--purify PDIR]",
 		Short: "Report corpus items overlapping benchmark items; exit code 6 when contamination ≥ --threshold is found",
 		Long: `Writes DIR/matches-*.parquet (corpus id, benchmark id and field, method,
 matched spans, overlap ratios, MinHash similarity, score, shared_with: the
@@ -160,6 +168,37 @@ not count; a persisted index keeps the share it was built with.
 With --corpus-index, a persisted corpus index is checked by the benchmark
 files instead of re-reading the corpus.
 
+--purify PDIR (with --corpus; not with --corpus-index, exit 2; PDIR must
+not be --out, exit 2) also writes the corpus without its contaminated rows,
+a row being contaminated when any match against any --benchmark scores at
+or above --threshold:
+  PDIR/kept-*.parquet     the other rows, in input order
+  PDIR/removed-*.parquet  the contaminated rows, in input order
+  PDIR/manifest.json      shards and counts (rows, kept, removed), written last
+Both hold the corpus rows unchanged: every input column, same names, same
+Arrow types, same order (a Parquet input's own schema; JSONL gets a schema
+inferred from all rows, as 'crucible dedup' does). removed-*.parquet then has
+  _decontam_benchmark  string: the distinct benchmark ids the row matched at
+                       or above the threshold, comma-separated, in the order
+                       first matched (benchmarks in --benchmark order)
+  _decontam_method     string: lexical | structural | minhash, of the
+                       highest-scoring of those matches
+  _decontam_score      float64: that highest score
+Rows are told apart by their place in the corpus, not by id, so a clean row
+sharing an id with a contaminated one is kept. A corpus column named
+_decontam_... is exit 2. The exit code is still 6 when contamination is
+found (the purified corpus is written first), 0 when clean (every row kept).
+--purify reads the corpus once more, after matching, to write the rows
+(JSONL twice: also a schema pass before matching), and all corpus files need the same columns (exit 3
+naming two that differ).
+
+--corpus (and 'decontam index --in') take files, quoted globs and
+directories as 'crucible dedup --in' does.
+
+--compression zstd|snappy|none and --compression-level N (zstd) set the
+codec of every Parquet file written (matches and --purify); the default,
+zstd level 1, is the one 'crucible dedup --help' measures.
+
 Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output not writable.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -168,7 +207,7 @@ Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output n
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&o.Corpus, "corpus", nil, "corpus JSONL or Parquet file (repeatable)")
+	f.StringArrayVar(&o.Corpus, "corpus", nil, "corpus JSONL or Parquet file, quoted glob, or directory (every .jsonl, .jsonl.gz, .jsonl.zst, .parquet below it); repeatable")
 	f.StringVar(&o.CorpusIndex, "corpus-index", "", "persisted corpus index directory (instead of --corpus)")
 	f.StringVar(&o.CorpusIDField, "corpus-id-field", "item_id|id", "corpus id column (alternatives separated by |)")
 	f.StringArrayVar(&o.CorpusFields, "corpus-field", nil, "corpus text column (repeatable; default: instruction, reference, text, content, code, prompt, ref)")
@@ -176,8 +215,10 @@ Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output n
 	f.StringVar(&o.IDField, "id-field", "id", "benchmark id column")
 	f.StringArrayVar(&o.Fields, "field", nil, "benchmark text column (repeatable; default: prompt, ref, code, instruction, reference, text)")
 	f.StringVar(&o.Out, "out", "", "output directory for matches (required)")
+	f.StringVar(&o.Purify, "purify", "", "also write the corpus minus its contaminated rows to this directory (kept-*.parquet, removed-*.parquet, manifest.json; --corpus only)")
 	f.IntVar(&o.Workers, "workers", o.Workers, "matching workers")
 	addDecontamConfigFlags(c, &o.Config)
+	addCompressionFlags(c, &o.Writer)
 	_ = c.MarkFlagRequired("benchmark")
 	_ = c.MarkFlagRequired("out")
 	return c
@@ -197,8 +238,39 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 	if (len(o.Corpus) == 0) == (o.CorpusIndex == "") {
 		return fmt.Errorf("%w: give exactly one of --corpus and --corpus-index", errUsage)
 	}
+	if o.Purify != "" && o.CorpusIndex != "" {
+		return fmt.Errorf("%w: --purify needs the corpus rows (--corpus files); a --corpus-index holds no rows to write", errUsage)
+	}
+	if o.Purify != "" && samePath(o.Purify, o.Out) {
+		return fmt.Errorf("%w: --purify %s is the --out directory; give the purified corpus its own directory", errUsage, o.Purify)
+	}
 	if err := o.Config.Validate(); err != nil {
 		return err
+	}
+	if err := checkCompression(&o.Writer); err != nil {
+		return err
+	}
+	if len(o.Corpus) > 0 {
+		corpus, err := engine.ExpandDataPaths(o.Corpus)
+		if err != nil {
+			return fmt.Errorf("--corpus: %w", err)
+		}
+		o.Corpus = corpus
+	}
+	inputs := append(slices.Clone(o.Corpus), o.Benchmarks...)
+	if p := engine.ClobberedInput(o.Out, []string{"manifest.json"}, []string{"matches"}, inputs); p != "" {
+		return fmt.Errorf("%w: input %s is in --out %s, whose output files would replace it; write to another directory", errUsage, p, o.Out)
+	}
+	if p := engine.ClobberedInput(o.Purify, []string{purifyManifest}, []string{purifyKept, purifyRemoved}, inputs); o.Purify != "" && p != "" {
+		return fmt.Errorf("%w: input %s is in --purify %s, whose output files would replace it; write to another directory", errUsage, p, o.Purify)
+	}
+	var pin *dedup.Input
+	hits := contamRows{}
+	if o.Purify != "" {
+		var err error
+		if pin, err = openPurifyInput(ctx, o); err != nil {
+			return err
+		}
 	}
 	fields := o.Fields
 	if len(fields) == 0 {
@@ -252,7 +324,10 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 				w.Abort()
 				return err
 			}
-			s, err := decontam.Check(ctx, ix, corpus, o.Workers, write)
+			s, err := decontam.CheckRecords(ctx, ix, corpus, o.Workers, func(row int64, m decontam.Match) error {
+				hits.add(row, m)
+				return write(m)
+			})
 			cleanup()
 			if err != nil {
 				w.Abort()
@@ -281,6 +356,13 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.Stdout, "matches: %s\n", o.Out)
+	if pin != nil {
+		kept, removed, err := writePurified(engine.WithReadMeter(ctx, nil), pin, hits, o)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Stdout, "purified corpus: %s (kept %d rows, removed %d contaminated)\n", o.Purify, kept, removed)
+	}
 	if contaminated > 0 {
 		return withCode(exitFindings, fmt.Errorf("%w: %d matches with score ≥ %.2f", errContaminated, contaminated, o.Config.Threshold))
 	}

@@ -46,12 +46,19 @@ var dedupCols = []struct{ name, duck string }{
 // duplicates (dedup.Synth texts) and returns the path and the ids in order.
 func writePassthroughJSONL(t *testing.T, path string, syn *dedup.Synth, n int) []int64 {
 	t.Helper()
+	return writeMixedJSONL(t, path, n, syn.Text)
+}
+
+// writeMixedJSONL writes n rows of passthroughCols, row i's text being
+// text(i), and returns the ids in order.
+func writeMixedJSONL(t *testing.T, path string, n int, textOf func(int) string) []int64 {
+	t.Helper()
 	var b strings.Builder
 	var ids []int64
 	for i := 0; i < n; i++ {
 		id := int64(1000 + 7*i)
 		ids = append(ids, id)
-		text, _ := json.Marshal(syn.Text(i))
+		text, _ := json.Marshal(textOf(i))
 		score := strconv.FormatFloat(float64(i)/8, 'g', -1, 64) // integers (2, 3) and fractions mix: float64
 		tags := `["t` + strconv.Itoa(i%3) + `","x"]`
 		if i%5 == 0 {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/crucible-data/crucible/decontam"
 	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/ops/pack"
@@ -60,7 +61,8 @@ func tempFiles(t *testing.T, dir string) []string {
 	return out
 }
 
-// TestDiskFullLeavesNoTempFile: ingest, pack and dedup on a disk that fills
+// TestDiskFullLeavesNoTempFile: ingest, pack, dedup and decontam check
+// --purify on a disk that fills
 // mid-shard exit 4 and leave no .tmp- file and no manifest; a run that died
 // harder (its temp file planted by hand) is swept by the next run of the same
 // output, which leaves other files' temp names alone.
@@ -76,6 +78,10 @@ func TestDiskFullLeavesNoTempFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	packIn := writePackInput(t, dir)
+	benchIn := filepath.Join(dir, "bench.jsonl") // shares no 13-gram with the items: a clean check
+	if err := os.WriteFile(benchIn, []byte(`{"id":"b1","prompt":"Write a priority arbiter with four request lines, one grant line per requester, and round robin fairness across cycles."}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	small := engine.WriterOptions{RowGroupBytes: 4 << 10, ShardBytes: 1 << 20}
 	packCfg := pack.DefaultConfig()
 	packCfg.SeqLen, packCfg.RowGroupBytes = 1024, 4<<10
@@ -89,6 +95,12 @@ func TestDiskFullLeavesNoTempFile(t *testing.T) {
 		"dedup": {"kept-00000.parquet", func(out string, w engine.WriterOptions) error {
 			return runDedup(context.Background(), DedupOptions{In: []string{itemsIn}, IDField: "item_id", TextFields: []string{"instruction"},
 				Out: out, Config: dedup.DefaultConfig(), Writer: w, Stdout: io.Discard})
+		}},
+		"decontam-purify": {"kept-00000.parquet", func(out string, w engine.WriterOptions) error {
+			w.Compression = engine.CodecNone // the items compress to under 6000 bytes
+			return runDecontamCheck(context.Background(), DecontamCheckOptions{Corpus: []string{itemsIn}, CorpusIDField: "item_id",
+				CorpusFields: []string{"instruction"}, Benchmarks: []string{benchIn}, IDField: "id", Fields: []string{"prompt"},
+				Out: out + "-matches", Purify: out, Workers: 1, Config: decontam.DefaultConfig(), Writer: w, Stdout: io.Discard})
 		}},
 		"pack": {"packed-00000.parquet", func(out string, w engine.WriterOptions) error {
 			return runPack(context.Background(), PackOptions{In: []string{packIn}, Out: out, Config: packCfg, Writer: w, Stdout: &bytes.Buffer{}})
