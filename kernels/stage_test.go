@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"context"
 	"github.com/crucible-data/crucible/internal/testenv"
 	"os"
 	"path/filepath"
@@ -9,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/crucible-data/crucible/engine"
-	"github.com/crucible-data/crucible/engine/ingest"
+	"github.com/crucible-data/crucible/engine/stagetest"
 )
 
 // TestVerifyKernelStage runs ingest (taskdir preset) over the bundled kernel
@@ -30,32 +29,9 @@ stages:
     from: [ingest]
     config: {trials: 2, reps: 2, warmup: 1, timeout: 20s}
 `
-	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(pipeline), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := engine.NewRegistry()
-	ingest.RegisterStages(reg)
-	RegisterStages(reg)
-	cfg, err := engine.LoadPipeline(filepath.Join(dir, "p.yaml"), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &engine.Runner{Registry: reg}
-	if _, err := r.Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	out, err := engine.LoadStageOutput(filepath.Join(dir, "work", "verify"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	items, err := engine.ReadAll[engine.Item](out.Shards("items")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs, err := engine.ReadAll[engine.Evidence](out.Shards("evidence")...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stagetest.Run(t, dir, pipeline, RegisterStages)
+	o := stagetest.Read(t, dir, "verify")
+	items, evs := o.Items, o.Evidence
 	if len(items) != 5 || len(evs) != 5 {
 		t.Fatalf("items %d, evidence %d; want 5 and 5", len(items), len(evs))
 	}
@@ -114,26 +90,9 @@ stages:
     from: [ingest]
     config: {trials: 2, reps: 2, warmup: 1, timeout: 20s}
 `
-	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(pipeline), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := engine.NewRegistry()
-	ingest.RegisterStages(reg)
-	RegisterStages(reg)
-	cfg, err := engine.LoadPipeline(filepath.Join(dir, "p.yaml"), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	out, err := engine.LoadStageOutput(filepath.Join(dir, "work", "verify"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	items, _ := engine.ReadAll[engine.Item](out.Shards("items")...)
-	rejs, _ := engine.ReadAll[engine.Rejection](out.Shards("rejections")...)
-	evs, _ := engine.ReadAll[engine.Evidence](out.Shards("evidence")...)
+	stagetest.Run(t, dir, pipeline, RegisterStages)
+	o := stagetest.Read(t, dir, "verify")
+	items, rejs, evs := o.Items, o.Rejections, o.Evidence
 	if len(items) != 1 || items[0].ItemID != "vector_add_f32" || items[0].ReferenceStatus != engine.RefVerified {
 		t.Fatalf("items %+v", items)
 	}

@@ -2,14 +2,13 @@ package rtl
 
 import (
 	"bufio"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/crucible-data/crucible/engine"
-	"github.com/crucible-data/crucible/engine/ingest"
+	"github.com/crucible-data/crucible/engine/stagetest"
 )
 
 // TestVerifyRTLStage runs ingest (verilog-eval preset) then verify_rtl in
@@ -52,36 +51,9 @@ stages:
     from: [ingest]
     config: {workers: 2, sim_timeout: 20s}
 `
-	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(pipeline), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := engine.NewRegistry()
-	ingest.RegisterStages(reg)
-	RegisterStages(reg)
-	cfg, err := engine.LoadPipeline(filepath.Join(dir, "p.yaml"), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &engine.Runner{Registry: reg}
-	if _, err := r.Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	out, err := engine.LoadStageOutput(filepath.Join(dir, "work", "verify"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	items, err := engine.ReadAll[engine.Item](out.Shards("items")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rejs, err := engine.ReadAll[engine.Rejection](out.Shards("rejections")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs, err := engine.ReadAll[engine.Evidence](out.Shards("evidence")...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stagetest.Run(t, dir, pipeline, RegisterStages)
+	o := stagetest.Read(t, dir, "verify")
+	items, rejs, evs := o.Items, o.Rejections, o.Evidence
 	if len(items) != 2 || len(rejs) != 1 || len(evs) != 3 {
 		t.Fatalf("items %d, rejections %d, evidence %d; want 2, 1, 3", len(items), len(rejs), len(evs))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/engine/ingest"
+	"github.com/crucible-data/crucible/engine/stagetest"
 	"github.com/crucible-data/crucible/internal/testenv"
 )
 
@@ -268,26 +269,9 @@ func TestVerifyRTLStageRejectsWeakHarness(t *testing.T) {
 	}
 	pipeline := "name: strength\nwork_dir: work\nstages:\n  - name: ingest\n    type: ingest\n    inputs: [items.jsonl]\n    config: {preset: items}\n" +
 		"  - name: verify\n    type: verify_rtl\n    from: [ingest]\n    config: {workers: 2, strength_mutants: 3}\n"
-	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(pipeline), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := engine.NewRegistry()
-	ingest.RegisterStages(reg)
-	RegisterStages(reg)
-	cfg, err := engine.LoadPipeline(filepath.Join(dir, "p.yaml"), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	out, err := engine.LoadStageOutput(filepath.Join(dir, "work", "verify"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	items, _ := engine.ReadAll[engine.Item](out.Shards("items")...)
-	rejs, _ := engine.ReadAll[engine.Rejection](out.Shards("rejections")...)
-	evs, _ := engine.ReadAll[engine.Evidence](out.Shards("evidence")...)
+	stagetest.Run(t, dir, pipeline, RegisterStages)
+	o := stagetest.Read(t, dir, "verify")
+	items, rejs, evs := o.Items, o.Rejections, o.Evidence
 	if len(items) != 1 || items[0].ItemID != "counter" || !items[0].VerifierStrength.Measured || items[0].VerifierStrength.Weak() {
 		t.Fatalf("items %+v, want the strong counter with its strength", items)
 	}

@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/crucible-data/crucible/engine"
-	"github.com/crucible-data/crucible/engine/ingest"
+	"github.com/crucible-data/crucible/engine/stagetest"
 	"github.com/crucible-data/crucible/internal/testenv"
 )
 
@@ -89,26 +88,9 @@ stages:
       rtl: {simulator: icarus, strength_mutants: 3}
       kernel: {backend: cpu, trials: 2, reps: 2, warmup: 1, timeout: 20s}
 `
-	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(pipeline), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := engine.NewRegistry()
-	ingest.RegisterStages(reg)
-	RegisterStages(reg)
-	cfg, err := engine.LoadPipeline(filepath.Join(dir, "p.yaml"), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	out, err := engine.LoadStageOutput(filepath.Join(dir, "work", "verify"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	items, _ := engine.ReadAll[engine.Item](out.Shards("items")...)
-	rejs, _ := engine.ReadAll[engine.Rejection](out.Shards("rejections")...)
-	evs, _ := engine.ReadAll[engine.Evidence](out.Shards("evidence")...)
+	stagetest.Run(t, dir, pipeline, RegisterStages)
+	o := stagetest.Read(t, dir, "verify")
+	items, rejs, evs := o.Items, o.Rejections, o.Evidence
 	var kept []string
 	for _, it := range items {
 		kept = append(kept, it.ItemID+":"+it.ReferenceStatus)
