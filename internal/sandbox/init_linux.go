@@ -64,6 +64,13 @@ func runInit(blob string) {
 			fail("setup", err)
 		}
 	}
+	// A signal the verifier's own environment ignores (a CI runner may
+	// leave SIGRTMIN or SIGHUP ignored) would stay ignored through both
+	// execs; the job gets the default action instead. For the init a
+	// default action is as safe as ignoring: the kernel drops it.
+	if err := unignoreSignals(); err != nil {
+		fail("setup", err)
+	}
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&initName[0])), 0, 0, 0)
 	var cfg initConfig
 	if err := json.Unmarshal([]byte(blob), &cfg); err != nil {
@@ -134,6 +141,28 @@ func setDefaultAction(sig syscall.Signal) error {
 	var act [4]uint64
 	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0); e != 0 {
 		return fmt.Errorf("rt_sigaction(%v, SIG_DFL): %w", sig, e)
+	}
+	return nil
+}
+
+// unignoreSignals sets every ignored signal's action to SIG_DFL.
+func unignoreSignals() error {
+	for sig := syscall.Signal(1); sig < 65; sig++ {
+		if sig == syscall.SIGKILL || sig == syscall.SIGSTOP {
+			continue
+		}
+		var old [4]uint64
+		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
+			if e == unix.EINVAL {
+				continue // not a signal on this kernel
+			}
+			return fmt.Errorf("rt_sigaction(%d): %w", sig, e)
+		}
+		if old[0] == 1 { // SIG_IGN
+			if err := setDefaultAction(sig); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -20,6 +20,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // The attack programs are small C files compiled on the host into the job
@@ -564,6 +567,10 @@ func TestPrlimitFallback(t *testing.T) {
 // namespace with our init as pid 1.
 func TestIdentity(t *testing.T) {
 	requireSandbox(t)
+	// A verifier started with a signal ignored (CI runners leave signal 32
+	// ignored, which the Go runtime keeps) must not hand that to the job.
+	restore := ignoreSignal(t, 32)
+	defer restore()
 	for _, own := range []bool{false, true} {
 		defer func(old bool) { forceOwnUID = old }(forceOwnUID)
 		forceOwnUID = own
@@ -584,6 +591,19 @@ func TestIdentity(t *testing.T) {
 				t.Errorf("own=%v: want %q in:\n%s%s", own, w, r.out, r.err)
 			}
 		}
+	}
+}
+
+// ignoreSignal sets sig to SIG_IGN in this process (directly: the Go
+// runtime does not manage signal 32) and returns the restore.
+func ignoreSignal(t *testing.T, sig int) func() {
+	t.Helper()
+	ign, old := [4]uint64{1}, [4]uint64{}
+	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&ign)), uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
+		t.Fatalf("rt_sigaction(%d): %v", sig, e)
+	}
+	return func() {
+		_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
 	}
 }
 
