@@ -1,6 +1,8 @@
 package dedup
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -139,6 +141,19 @@ func scanNumber(b []byte, i int) (int, error) {
 	return i, nil
 }
 
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plain8 reports whether none of the 8 bytes of x is a control character,
+// a quote, a backslash or outside ASCII.
+func plain8(x uint64) bool {
+	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
+	less20 := (x - ones*0x20) &^ x & highs
+	return (x&highs)|less20|zero(x^(ones*'"'))|zero(x^(ones*'\\')) == 0
+}
+
 func isHex(c byte) bool { return jsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') }
 
 // scanString validates the string starting at b[i] == '"' and returns the
@@ -147,6 +162,14 @@ func isHex(c byte) bool { return jsDigit(c) || (c >= 'a' && c <= 'f') || (c >= '
 func scanString(b []byte, i int) (end int, slow bool, err error) {
 	i++
 	for i < len(b) {
+		// Eight plain bytes (printable ASCII, no quote or backslash) at a
+		// time.
+		for i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -316,6 +339,17 @@ func validJSON(raw []byte) error {
 // encoding/json decodes them.
 func appendUnquoted(dst, s []byte) []byte {
 	for r := 0; r < len(s); {
+		// A run up to the next escape, copied whole when it is valid UTF-8.
+		if e := bytes.IndexByte(s[r:], '\\'); e != 0 {
+			if e < 0 {
+				e = len(s) - r
+			}
+			if run := s[r : r+e]; utf8.Valid(run) {
+				dst = append(dst, run...)
+				r += e
+				continue
+			}
+		}
 		c := s[r]
 		switch {
 		case c == '\\':
