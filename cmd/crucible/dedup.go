@@ -112,6 +112,12 @@ another 11% at about 1.4x the write time. Reproduce with
 (without /write it also times whole dedup runs per codec).
 The same flags set 'crucible decontam check' outputs.
 
+The summary gives the whole command's wall time and rows/s, and its phases
+in wall seconds, summing to the total: read (schema pass, decoding rows),
+sign (tokenise, sign, band insert), index (LSH candidate pairs), verify
+(candidate verification), write (second pass, shards, manifest); the
+manifest's "seconds" records the same.
+
 Exit codes: 0 done (duplicates found or not), 2 bad flags or a reserved
 column name, 3 unreadable input, a row missing the id/text fields, inputs of
 different columns or a repeated id, 4 output not writable.`,
