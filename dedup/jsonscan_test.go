@@ -327,3 +327,57 @@ func FuzzJSONScan(f *testing.F) {
 		}
 	})
 }
+
+// Batches decoded ahead reach fn in input order; an error from fn stops
+// the scan and is what ScanBatches returns.
+func TestScanBatchesOrderAndStop(t *testing.T) {
+	var lines []string
+	for i := range 2*BatchRows + 100 {
+		lines = append(lines, fmt.Sprintf(`{"id":"r%d","text":"t %d"}`, i, i))
+	}
+	p := writeLines(t, lines)
+	in, err := OpenInput(context.Background(), []string{p}, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	var sizes []int64
+	err = in.ScanBatches(context.Background(), func(_ string, rec arrow.RecordBatch, rowIDs []string) error {
+		ids = append(ids, rowIDs...)
+		sizes = append(sizes, rec.NumRows())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(sizes) != fmt.Sprint([]int64{BatchRows, BatchRows, 100}) {
+		t.Errorf("batch sizes %v", sizes)
+	}
+	for i, id := range ids {
+		if id != fmt.Sprintf("r%d", i) {
+			t.Fatalf("row %d: id %q", i, id)
+		}
+	}
+	stop := fmt.Errorf("stop here")
+	calls := 0
+	err = in.ScanBatches(context.Background(), func(string, arrow.RecordBatch, []string) error {
+		calls++
+		return stop
+	})
+	if err != stop || calls != 1 {
+		t.Errorf("error %v after %d calls, want %v after 1", err, calls, stop)
+	}
+	// A decode error after good batches: those reach fn, then the error
+	// names the file and line.
+	bad := writeLines(t, append(lines[:BatchRows+5:BatchRows+5], `{"id":"x","text":"y"`))
+	in2, err := OpenInput(context.Background(), []string{p}, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in2.Paths = []string{bad}
+	calls = 0
+	err = in2.ScanBatches(context.Background(), func(string, arrow.RecordBatch, []string) error { calls++; return nil })
+	if want := fmt.Sprintf("%s:%d: not a JSON object", bad, BatchRows+6); err == nil || !strings.Contains(err.Error(), want) || calls != 1 {
+		t.Errorf("error %v after %d calls, want %q after 1", err, calls, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -242,7 +243,50 @@ func scanParquetBatches(ctx context.Context, path string, schema *arrow.Schema, 
 	return nil
 }
 
+// scanJSONLBatches decodes path's rows in one goroutine while fn consumes
+// the previous batch in this one (on two cores decoding overlaps writing);
+// batches reach fn in input order, and at most two are held besides fn's.
 func scanJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, root *jtype, idField string, fn func(string, arrow.RecordBatch, []string) error) error {
+	type batch struct {
+		rec arrow.RecordBatch
+		ids []string
+	}
+	ch := make(chan batch, 1)
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var perr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		perr = decodeJSONLBatches(pctx, path, schema, root, idField, func(_ string, rec arrow.RecordBatch, ids []string) error {
+			rec.Retain()
+			select {
+			case ch <- batch{rec, slices.Clone(ids)}:
+				return nil
+			case <-pctx.Done():
+				rec.Release()
+				return pctx.Err()
+			}
+		})
+	}()
+	var ferr error
+	for b := range ch {
+		if ferr == nil {
+			if ferr = fn(path, b.rec, b.ids); ferr != nil {
+				cancel()
+			}
+		}
+		b.rec.Release()
+	}
+	<-done
+	if ferr != nil {
+		return ferr
+	}
+	return perr
+}
+
+func decodeJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, root *jtype, idField string, fn func(string, arrow.RecordBatch, []string) error) error {
 	if !arrow.TypeEqual(arrow.StructOf(schema.Fields()...), arrow.StructOf(root.schema().Fields()...)) {
 		return fmt.Errorf("%w: %s: JSONL rows cannot be read as %s", engine.ErrInput, path, schema)
 	}
