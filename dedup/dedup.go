@@ -42,10 +42,15 @@ type Stats struct {
 	Clusters       int64 // components with ≥ 2 documents
 	Removed        int64 // documents rejected
 	RunBytes       int64 // band records spilled to disk
-	SignTime       time.Duration
-	LSHTime        time.Duration
-	VerifyTime     time.Duration
-	TotalTime      time.Duration
+	// SignTime is phase 1's wall time: reading the source, tokenising,
+	// signing and inserting into the index. ReadTime is the part of it the
+	// reader goroutine spent in Source.Scan (decoding rows), not counting
+	// the time it waited for the signers to take a batch.
+	SignTime   time.Duration
+	ReadTime   time.Duration
+	LSHTime    time.Duration
+	VerifyTime time.Duration
+	TotalTime  time.Duration
 }
 
 // signed is the phase-1 output for one document.
@@ -193,7 +198,12 @@ func Run(ctx context.Context, src Source, cfg Config, log *slog.Logger) (*Result
 	pg.Go(func() error {
 		defer close(batches)
 		batch := make([]Doc, 0, cfg.BatchDocs)
+		var waited time.Duration
+		scan0 := time.Now()
+		defer func() { st.ReadTime = max(time.Since(scan0)-waited, 0) }()
 		send := func() error {
+			t := time.Now()
+			defer func() { waited += time.Since(t) }()
 			select {
 			case batches <- batch:
 				batch = make([]Doc, 0, cfg.BatchDocs)

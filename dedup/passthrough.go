@@ -3,10 +3,10 @@ package dedup
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -243,7 +243,50 @@ func scanParquetBatches(ctx context.Context, path string, schema *arrow.Schema, 
 	return nil
 }
 
+// scanJSONLBatches decodes path's rows in one goroutine while fn consumes
+// the previous batch in this one (on two cores decoding overlaps writing);
+// batches reach fn in input order, and at most two are held besides fn's.
 func scanJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, root *jtype, idField string, fn func(string, arrow.RecordBatch, []string) error) error {
+	type batch struct {
+		rec arrow.RecordBatch
+		ids []string
+	}
+	ch := make(chan batch, 1)
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var perr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		perr = decodeJSONLBatches(pctx, path, schema, root, idField, func(_ string, rec arrow.RecordBatch, ids []string) error {
+			rec.Retain()
+			select {
+			case ch <- batch{rec, slices.Clone(ids)}:
+				return nil
+			case <-pctx.Done():
+				rec.Release()
+				return pctx.Err()
+			}
+		})
+	}()
+	var ferr error
+	for b := range ch {
+		if ferr == nil {
+			if ferr = fn(path, b.rec, b.ids); ferr != nil {
+				cancel()
+			}
+		}
+		b.rec.Release()
+	}
+	<-done
+	if ferr != nil {
+		return ferr
+	}
+	return perr
+}
+
+func decodeJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, root *jtype, idField string, fn func(string, arrow.RecordBatch, []string) error) error {
 	if !arrow.TypeEqual(arrow.StructOf(schema.Fields()...), arrow.StructOf(root.schema().Fields()...)) {
 		return fmt.Errorf("%w: %s: JSONL rows cannot be read as %s", engine.ErrInput, path, schema)
 	}
@@ -261,16 +304,25 @@ func scanJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, ro
 		ids, n = ids[:0], 0
 		return err
 	}
-	alts := strings.Split(idField, "|")
+	// The id alternatives as columns: every top-level key of every row is
+	// one (the schema pass saw them all).
+	var idCols []int
+	for _, f := range strings.Split(idField, "|") {
+		if k, ok := root.pos[f]; ok {
+			idCols = append(idCols, k)
+		}
+	}
+	var d rowDecoder
+	vals := make([][]byte, len(root.names))
 	var bad error
 	err := engine.ScanJSONL(path, func(line int64, raw []byte) error {
-		m, err := objectMembers(raw)
-		if err != nil {
+		clear(vals)
+		if err := root.columns(raw, vals); err != nil {
 			return fmt.Errorf("%w: %s:%d: not a JSON object: %v", engine.ErrInput, path, line, err)
 		}
 		id, ok := "", false
-		for _, f := range alts {
-			if v, has := m[f]; has && string(v) != "null" {
+		for _, k := range idCols {
+			if v := vals[k]; v != nil && string(v) != "null" {
 				id, ok = jsonIDText(v), true
 				break
 			}
@@ -279,7 +331,7 @@ func scanJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, ro
 			return fmt.Errorf("%w: %s:%d: missing id field %q", engine.ErrInput, path, line, idField)
 		}
 		for i, name := range root.names {
-			if err := appendJSON(b.Field(i), root.fields[name], m[name]); err != nil {
+			if err := d.appendJSON(b.Field(i), root.fields[name], vals[i]); err != nil {
 				return fmt.Errorf("%w: %s:%d: field %q: %v (input changed between passes?)", engine.ErrInput, path, line, name, err)
 			}
 		}
@@ -307,9 +359,10 @@ func scanJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, ro
 	return err
 }
 
-func jsonIDText(v json.RawMessage) string {
-	var s string
-	if json.Unmarshal(v, &s) == nil {
+// jsonIDText is an id's text: a JSON string unquoted, any other value its
+// JSON text.
+func jsonIDText(v []byte) string {
+	if s, ok := jsonString(v); ok {
 		return s
 	}
 	return string(v)
@@ -335,6 +388,46 @@ type jtype struct {
 	elem   *jtype            // jList
 	names  []string          // jObject: keys in order of first appearance
 	fields map[string]*jtype // jObject
+	pos    map[string]int    // jObject: index of each key in names (set by settle)
+}
+
+// columns stores the raw value of each member of the JSON object raw in
+// vals at its key's index in t.names (a repeated key: the last one, as
+// encoding/json decodes it; a key t does not have is skipped).
+func (t *jtype) columns(raw []byte, vals [][]byte) error {
+	return members(raw, func(key []byte, slow bool, v []byte) error {
+		var k int
+		var ok bool
+		if slow {
+			k, ok = t.pos[keyString(key, true)]
+		} else {
+			k, ok = t.pos[string(key)]
+		}
+		if ok {
+			vals[k] = v
+		}
+		return nil
+	})
+}
+
+// settle fixes the inferred types for decoding: an object that never had
+// a key becomes raw (Parquet has no empty struct) and every object gets
+// its key index.
+func (t *jtype) settle() {
+	switch t.kind {
+	case jList:
+		t.elem.settle()
+	case jObject:
+		if len(t.names) == 0 && t.pos == nil {
+			*t = jtype{kind: jRaw}
+			return
+		}
+		t.pos = make(map[string]int, len(t.names))
+		for i, name := range t.names {
+			t.pos[name] = i
+			t.fields[name].settle()
+		}
+	}
 }
 
 // InferJSONLSchema infers one Arrow schema from every row of the JSONL
@@ -384,7 +477,8 @@ func inferJSONL(ctx context.Context, paths []string) (*jtype, error) {
 			return nil, err
 		}
 	}
-	root.schema() // settles the types (an object without keys becomes raw)
+	root.pos = map[string]int{}
+	root.settle() // an object without keys becomes raw; key indexes
 	return root, nil
 }
 
@@ -447,19 +541,26 @@ func (t *jtype) merge(raw []byte) error {
 	}
 	switch k {
 	case jList:
-		return eachElem(raw, t.elem.merge)
+		return elems(raw, t.elem.merge)
 	case jObject:
-		return eachMember(raw, func(key string, v []byte) error {
-			f, ok := t.fields[key]
+		return members(raw, func(key []byte, slow bool, v []byte) error {
+			var f *jtype
+			var ok bool
+			if slow {
+				f, ok = t.fields[keyString(key, true)]
+			} else {
+				f, ok = t.fields[string(key)]
+			}
 			if !ok {
+				name := keyString(key, slow)
 				f = &jtype{}
-				t.fields[key] = f
-				t.names = append(t.names, key)
+				t.fields[name] = f
+				t.names = append(t.names, name)
 			}
 			return f.merge(v)
 		})
 	}
-	return nil
+	return nil // a scalar, validated with its parent
 }
 
 func (t *jtype) arrowType() arrow.DataType {
@@ -486,23 +587,37 @@ func (t *jtype) arrowType() arrow.DataType {
 	return arrow.BinaryTypes.String // jString, jRaw, jNull
 }
 
-// appendJSON appends the JSON value raw (nil: absent) to b as type t.
-func appendJSON(b array.Builder, t *jtype, raw []byte) error {
+// rowDecoder appends JSON values to Arrow builders; its scratch buffer
+// holds unquoted strings, so decoding a row allocates only for nested
+// objects.
+type rowDecoder struct {
+	scratch []byte
+}
+
+// appendJSON appends the JSON value raw (nil: absent), which the scanner
+// has validated, to b as type t.
+func (d *rowDecoder) appendJSON(b array.Builder, t *jtype, raw []byte) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		b.AppendNull()
 		return nil
 	}
 	switch t.kind {
 	case jBool:
-		var v bool
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return err
+		switch string(raw) {
+		case "true":
+			b.(*array.BooleanBuilder).Append(true)
+		case "false":
+			b.(*array.BooleanBuilder).Append(false)
+		default:
+			return fmt.Errorf("value %.40s is not a bool", raw)
 		}
-		b.(*array.BooleanBuilder).Append(v)
 	case jInt:
-		v, err := strconv.ParseInt(string(raw), 10, 64)
-		if err != nil {
-			return err
+		v, ok := parseInt64(raw)
+		if !ok {
+			var err error
+			if v, err = strconv.ParseInt(string(raw), 10, 64); err != nil {
+				return err
+			}
 		}
 		b.(*array.Int64Builder).Append(v)
 	case jFloat:
@@ -512,26 +627,30 @@ func appendJSON(b array.Builder, t *jtype, raw []byte) error {
 		}
 		b.(*array.Float64Builder).Append(v)
 	case jRaw:
-		b.(*array.StringBuilder).Append(string(raw))
+		b.(*array.StringBuilder).BinaryBuilder.Append(raw)
 	case jString:
-		var v string
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return err
+		if raw[0] != '"' {
+			return fmt.Errorf("value %.40s is not a string", raw)
 		}
-		b.(*array.StringBuilder).Append(v)
+		var s []byte
+		s, d.scratch = stringContents(raw, d.scratch)
+		b.(*array.StringBuilder).BinaryBuilder.Append(s)
 	case jList:
+		if raw[0] != '[' {
+			return errNotArray
+		}
 		lb := b.(*array.ListBuilder)
 		lb.Append(true)
-		return eachElem(raw, func(e []byte) error { return appendJSON(lb.ValueBuilder(), t.elem, e) })
+		return elems(raw, func(e []byte) error { return d.appendJSON(lb.ValueBuilder(), t.elem, e) })
 	case jObject:
-		m, err := objectMembers(raw)
-		if err != nil {
+		vals := make([][]byte, len(t.names))
+		if err := t.columns(raw, vals); err != nil {
 			return err
 		}
 		sb := b.(*array.StructBuilder)
 		sb.Append(true)
 		for i, name := range t.names {
-			if err := appendJSON(sb.FieldBuilder(i), t.fields[name], m[name]); err != nil {
+			if err := d.appendJSON(sb.FieldBuilder(i), t.fields[name], vals[i]); err != nil {
 				return fmt.Errorf("%s: %v", name, err)
 			}
 		}
@@ -541,59 +660,26 @@ func appendJSON(b array.Builder, t *jtype, raw []byte) error {
 	return nil
 }
 
-// objectMembers decodes a JSON object into its members' raw values (a
-// repeated key: the last one, as encoding/json does).
-func objectMembers(raw []byte) (map[string]json.RawMessage, error) {
-	m := map[string]json.RawMessage{}
-	err := eachMember(raw, func(k string, v []byte) error { m[k] = v; return nil })
-	return m, err
-}
-
-func eachElem(raw []byte, fn func([]byte) error) error {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := d.Token(); err != nil || t != json.Delim('[') {
-		return fmt.Errorf("not a JSON array")
+// parseInt64 parses a JSON integer of at most 18 digits (no overflow
+// possible); ok is false for anything else (strconv decides those).
+func parseInt64(raw []byte) (int64, bool) {
+	neg := len(raw) > 0 && raw[0] == '-'
+	digits := raw
+	if neg {
+		digits = raw[1:]
 	}
-	for d.More() {
-		var v json.RawMessage
-		if err := d.Decode(&v); err != nil {
-			return err
-		}
-		if err := fn(v); err != nil {
-			return err
-		}
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
 	}
-	_, err := d.Token()
-	return err
-}
-
-func eachMember(raw []byte, fn func(key string, v []byte) error) error {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
-		return fmt.Errorf("not a JSON object")
-	}
-	for d.More() {
-		t, err := d.Token()
-		if err != nil {
-			return err
+	var v int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
 		}
-		k, ok := t.(string)
-		if !ok {
-			return fmt.Errorf("object key %v is not a string", t)
-		}
-		var v json.RawMessage
-		if err := d.Decode(&v); err != nil {
-			return err
-		}
-		if err := fn(k, v); err != nil {
-			return err
-		}
+		v = v*10 + int64(c-'0')
 	}
-	if _, err := d.Token(); err != nil {
-		return err
+	if neg {
+		v = -v
 	}
-	if d.More() {
-		return fmt.Errorf("data after the object")
-	}
-	return nil
+	return v, true
 }

@@ -2,7 +2,6 @@ package dedup
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -131,36 +130,79 @@ func ScanRecords(ctx context.Context, path, idField string, textFields []string,
 	return bad
 }
 
-// parseJSONLRow decodes one JSONL line into a Record.
+// parseJSONLRow decodes one JSONL line into a Record. Only the id, text
+// and stored-signature members are decoded; the scanner validates the
+// rest of the line as encoding/json would. A repeated key: the last one
+// counts, as with encoding/json.
 func parseJSONLRow(path string, line int64, raw []byte, idField string, textFields []string) (Record, error) {
-	var row map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &row); err != nil {
-		return Record{}, fmt.Errorf("%w: %s:%d: not a JSON object: %v", engine.ErrInput, path, line, err)
+	// Wanted members: the id alternatives, then the text fields, then the
+	// stored-signature columns.
+	alts := strings.Split(idField, "|")
+	var want [16][]byte
+	var wantMore [][]byte // beyond 16 names
+	names := len(alts) + len(textFields) + 2*3
+	get := func(k int) []byte {
+		if k < len(want) {
+			return want[k]
+		}
+		return wantMore[k-len(want)]
+	}
+	set := func(k int, v []byte) {
+		if k < len(want) {
+			want[k] = v
+			return
+		}
+		wantMore[k-len(want)] = v
+	}
+	if names > len(want) {
+		wantMore = make([][]byte, names-len(want))
+	}
+	nameAt := func(k int) string {
+		if k < len(alts) {
+			return alts[k]
+		}
+		if k -= len(alts); k < len(textFields) {
+			return textFields[k]
+		}
+		k -= len(textFields)
+		return signatureColumns[k/3][k%3]
+	}
+	if string(raw) != "null" { // encoding/json decodes null as an empty map
+		err := members(raw, func(key []byte, slow bool, v []byte) error {
+			ks := ""
+			if slow {
+				ks = keyString(key, true)
+			}
+			for k := 0; k < names; k++ {
+				if (!slow && string(key) == nameAt(k)) || (slow && ks == nameAt(k)) {
+					set(k, v) // a name may be wanted twice (id and text): keep looking
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return Record{}, fmt.Errorf("%w: %s:%d: not a JSON object: %v", engine.ErrInput, path, line, err)
+		}
 	}
 	rec := Record{Path: path, Row: line}
-	var idRaw json.RawMessage
-	ok := false
-	for _, f := range strings.Split(idField, "|") {
-		if idRaw, ok = row[f]; ok && string(idRaw) != "null" {
+	var idRaw []byte
+	for k := range alts {
+		if v := get(k); v != nil && string(v) != "null" {
+			idRaw = v
 			break
 		}
 	}
-	if !ok || string(idRaw) == "null" {
+	if idRaw == nil {
 		return Record{}, fmt.Errorf("%w: %s:%d: missing id field %q", engine.ErrInput, path, line, idField)
 	}
-	var s string
-	if json.Unmarshal(idRaw, &s) == nil {
-		rec.ID = s
-	} else {
-		rec.ID = string(idRaw) // numbers and other scalars keep their JSON text
-	}
-	for _, f := range textFields {
-		v, ok := row[f]
-		if !ok || string(v) == "null" {
+	rec.ID = jsonIDText(idRaw) // numbers and other scalars keep their JSON text
+	for i, f := range textFields {
+		v := get(len(alts) + i)
+		if v == nil || string(v) == "null" {
 			continue
 		}
-		var t string
-		if err := json.Unmarshal(v, &t); err != nil {
+		t, ok := jsonString(v)
+		if !ok {
 			return Record{}, fmt.Errorf("%w: %s:%d: field %q is not a string", engine.ErrInput, path, line, f)
 		}
 		rec.Fields = append(rec.Fields, Field{Name: f, Text: t})
@@ -168,15 +210,17 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 	if len(rec.Fields) == 0 {
 		return Record{}, fmt.Errorf("%w: %s:%d: none of the text fields %v present", engine.ErrInput, path, line, textFields)
 	}
-	for _, names := range signatureColumns {
-		p, ok := row[names[0]]
-		if !ok {
+	for g := range signatureColumns {
+		base := len(alts) + len(textFields) + 3*g
+		p := get(base)
+		if p == nil {
 			continue
 		}
-		var params, th string
-		var vals []int64
-		if json.Unmarshal(p, &params) == nil && json.Unmarshal(row[names[1]], &th) == nil {
-			if v, ok := row[names[2]]; !ok || string(v) == "null" || json.Unmarshal(v, &vals) == nil {
+		params, ok1 := jsonString(p)
+		th, ok2 := jsonString(get(base + 1))
+		if ok1 && ok2 {
+			var vals []int64
+			if v := get(base + 2); v == nil || string(v) == "null" || decodeInt64s(v, &vals) == nil {
 				rec.Signature = storedSignature(params, th, vals)
 			}
 		}

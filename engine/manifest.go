@@ -42,6 +42,10 @@ type Manifest struct {
 	Inputs     []InputRef       `json:"inputs"`
 	Shards     []ShardInfo      `json:"shards"`
 	Counts     map[string]int64 `json:"counts,omitempty"`
+	// Seconds are wall-clock phase timings of the command that wrote the
+	// manifest (e.g. crucible dedup: total, read, sign, index, verify,
+	// write). They vary run to run, so ContentHash leaves them out.
+	Seconds map[string]float64 `json:"seconds,omitempty"`
 	// ContentHash covers what downstream stages may depend on: each shard's
 	// path, kind, rows and deterministic content (ShardInfo.ContentSHA256,
 	// timings excluded), and the counts. WriteManifest fills it.

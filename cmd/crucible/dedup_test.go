@@ -251,3 +251,74 @@ func TestDecontamCheckExitCodes(t *testing.T) {
 		t.Fatalf("no corpus: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// The summary prints the whole command's duration and a phase breakdown
+// (read, sign, index, verify, write) that sums to it; the manifest records
+// the same phases. No timing thresholds: only presence and the sum.
+func TestDedupPhaseBreakdown(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	writeSynthCorpus(t, in, 600)
+	out := filepath.Join(dir, "out")
+	var stdout strings.Builder
+	o := DedupOptions{In: []string{in}, IDField: "id", TextFields: []string{"text"}, Out: out, Config: dedup.DefaultConfig(),
+		Writer: engine.DefaultWriterOptions(), Stdout: &stdout}
+	if err := runDedup(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	var rows int
+	var rate float64
+	var ph [5]float64
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if strings.HasPrefix(l, "dedup: ") {
+			if _, err := fmt.Sscanf(l, "dedup: %d rows (", &rows); err != nil {
+				t.Fatalf("summary line %q: %v", l, err)
+			}
+			i := strings.Index(l, " in ")
+			if i < 0 {
+				t.Fatalf("summary line %q has no duration", l)
+			}
+			if _, err := fmt.Sscanf(l[i:], " in %fs (%f rows/s)", &total, &rate); err != nil {
+				t.Fatalf("summary line %q: %v", l, err)
+			}
+		}
+		if strings.HasPrefix(l, "  phases (wall s): ") {
+			if _, err := fmt.Sscanf(l, "  phases (wall s): read %f, sign %f, index %f, verify %f, write %f", &ph[0], &ph[1], &ph[2], &ph[3], &ph[4]); err != nil {
+				t.Fatalf("phase line %q: %v", l, err)
+			}
+		}
+	}
+	if rows != 600 || total <= 0 || rate <= 0 {
+		t.Fatalf("summary: rows %d, total %v, rate %v:\n%s", rows, total, rate, stdout.String())
+	}
+	sum := 0.0
+	for i, p := range ph {
+		if p < 0 {
+			t.Errorf("phase %d negative: %v", i, p)
+		}
+		sum += p
+	}
+	// Printed with 2 decimals each: 5 roundings of at most 0.005.
+	if d := sum - total; d > 0.03 || d < -0.03 {
+		t.Errorf("phases sum to %.3fs, total %.3fs:\n%s", sum, total, stdout.String())
+	}
+	m, err := engine.ReadManifest(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msum := 0.0
+	for _, k := range []string{"read", "sign", "index", "verify", "write"} {
+		v, ok := m.Seconds[k]
+		if !ok || v < 0 {
+			t.Errorf("manifest seconds[%q] = %v, %v (want present, ≥ 0): %v", k, v, ok, m.Seconds)
+		}
+		msum += v
+	}
+	if tot := m.Seconds["total"]; tot <= 0 || msum-tot > 1e-6 || tot-msum > 1e-6 {
+		t.Errorf("manifest phases sum to %v, total %v", msum, tot)
+	}
+	if m.Counts["rows"] != 600 {
+		t.Errorf("manifest rows %d", m.Counts["rows"])
+	}
+}
