@@ -165,8 +165,8 @@ type BehaviouralSummary struct {
 // String renders the summary.
 func (s BehaviouralSummary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "decontam %s (behavioural): %d designs in %d rows, %d problems (%d without a readable interface); %d pairs, %d pruned by interface shape, %d compatible (%d over the %s mapping cap); %d simulations in %s; %d contaminated, %d unjudged simulations, %d designs with no readable interface\n",
-		s.Benchmark, s.Designs, s.Records, s.Problems, s.SkippedProblems, s.PairsConsidered, s.PairsPruned, s.PairsCompatible, s.PairsCapped, "port",
+	fmt.Fprintf(&b, "decontam %s (behavioural): %d designs in %d rows, %d problems (%d without a readable interface); %d pairs, %d pruned by interface shape, %d compatible (%d over the port-mapping cap); %d simulations in %s; %d contaminated, %d unjudged simulations, %d designs with no readable interface\n",
+		s.Benchmark, s.Designs, s.Records, s.Problems, s.SkippedProblems, s.PairsConsidered, s.PairsPruned, s.PairsCompatible, s.PairsCapped,
 		s.Simulations, s.Wall.Round(time.Millisecond), s.Matches, s.Unjudged, s.InterfaceErrors)
 	fmt.Fprintf(&b, "  contaminated corpus items: %d; benchmark items hit: %d\n", s.CorpusItems, s.BenchmarkItems)
 	for _, m := range s.Top {

@@ -344,3 +344,75 @@ func TestBehaviouralUnjudgedIsNotContamination(t *testing.T) {
 		t.Errorf("unjudged %d, sample %v", s.Unjudged, s.UnjudgedSample)
 	}
 }
+
+// fsmshiftOneHot re-encodes Prob095_review2015_fsmshift (shift_ena high for
+// the four cycles after reset): one-hot state instead of a binary case,
+// ports renamed; cycles sets how many cycles the enable stays high, so 3 is
+// a design of the same ports and another function.
+func fsmshiftOneHot(cycles int) string {
+	return fmt.Sprintf(`module shifter_ctl (output en, input r, input c);
+  reg [%d:0] oh;
+  always @(posedge c)
+    if (r) oh <= 1;
+    else if (!oh[%d]) oh <= oh << 1;
+  assign en = |oh[%d:0];
+endmodule
+`, cycles, cycles, cycles-1)
+}
+
+func TestBehaviouralCatchesReencodedFSM(t *testing.T) {
+	behaviouralTools(t)
+	ctx := context.Background()
+	path := testenv.Dataset(t, "verilog-eval/spec-to-rtl.jsonl")
+	all, err := LoadBenchItems(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []BenchItem
+	for _, it := range all {
+		if it.ID == "Prob095_review2015_fsmshift" {
+			items = append(items, it)
+		}
+	}
+	cfg := BehaviouralConfig{Workers: 2}
+	bx, err := NewBehaviouralIndex(ctx, "spec-to-rtl", items, cfg)
+	if err != nil || len(bx.Items) != 1 {
+		t.Fatalf("index: %v %v", err, bx.Skipped)
+	}
+	if bx.Ifaces[0].Clock != "clk" {
+		t.Fatalf("fsmshift interface %+v: no clock", bx.Ifaces[0])
+	}
+	corpus := RecordSlice{
+		{ID: "onehot4", Fields: []dedup.Field{{Name: "reference", Text: fsmshiftOneHot(4)}}},
+		{ID: "onehot3", Fields: []dedup.Field{{Name: "reference", Text: fsmshiftOneHot(3)}}},
+	}
+	v, err := rtl.NewVerifier(rtl.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Match
+	s, err := CheckBehavioural(ctx, bx, v, corpus, cfg, func(_ int64, m Match) error { got = append(got, m); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(s.String())
+	if len(got) != 1 || got[0].CorpusID != "onehot4" || got[0].PortMapping != "clk=c,reset=r,shift_ena=en" {
+		t.Fatalf("matches %+v, want onehot4 only, mapped clk=c,reset=r,shift_ena=en", got)
+	}
+	if s.PairsCompatible != 2 || s.Unjudged != 0 {
+		t.Errorf("compatible %d unjudged %d (%v)", s.PairsCompatible, s.Unjudged, s.UnjudgedSample)
+	}
+	ix, cleanup, err := OpenBenchmark(ctx, DefaultConfig(), BenchmarkSpec{Path: path}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	if _, err := Check(ctx, ix, corpus[:1], 1, func(m Match) error {
+		if m.BenchmarkID == "Prob095_review2015_fsmshift" && m.Contaminated {
+			t.Errorf("the one-hot re-encoding is lexically contaminated (%s %.2f)", m.Method, m.Score)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

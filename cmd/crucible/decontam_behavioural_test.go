@@ -140,6 +140,20 @@ func TestDecontamCheckBehavioural(t *testing.T) {
 	if _, err := runCLI(t, "decontam", "check", "--corpus", corpus, "--benchmark", bench, "--out", filepath.Join(dir, "bad"), "--method", "lexical,semantic"); exitCode(context.Background(), err) != exitUsage {
 		t.Errorf("--method semantic: %v, want exit 2", err)
 	}
+	// --method behavioural where it cannot run: a corpus index holds no
+	// designs; a benchmark without harnesses has nothing to run.
+	idx := filepath.Join(dir, "cidx")
+	if _, err := runCLI(t, "decontam", "index", "--in", corpus, "--side", "corpus", "--out", idx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, "decontam", "check", "--corpus-index", idx, "--benchmark", bench, "--out", filepath.Join(dir, "ci"), "--method", "behavioural"); exitCode(context.Background(), err) != exitUsage {
+		t.Errorf("--method behavioural --corpus-index: %v, want exit 2", err)
+	}
+	noharness := filepath.Join(dir, "prompts.jsonl")
+	os.WriteFile(noharness, []byte(`{"id":"p1","prompt":"an adder with a carry in and a carry out, please"}`+"\n"), 0o644)
+	if _, err := runCLI(t, "decontam", "check", "--corpus", corpus, "--benchmark", noharness, "--out", filepath.Join(dir, "nh"), "--method", "all"); exitCode(context.Background(), err) != exitUsage {
+		t.Errorf("--method all with a benchmark without harnesses: %v, want exit 2", err)
+	}
 	// Without the simulator, auto says so and runs lexical only;
 	// --method behavioural refuses.
 	t.Setenv("PATH", dir)
