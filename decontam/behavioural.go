@@ -143,18 +143,19 @@ func NewBehaviouralIndex(ctx context.Context, name string, items []BenchItem, cf
 // PairsCompatible (pairs of one shape key), never with Designs × Problems.
 type BehaviouralSummary struct {
 	Benchmark       string
-	Records         int64 // corpus rows read
-	Designs         int64 // Verilog code blocks found in them
-	InterfaceErrors int64 // designs whose interface Yosys could not read (not matched)
-	Problems        int   // benchmark problems indexed (with a readable interface)
-	SkippedProblems int   // benchmark problems without one
-	PairsConsidered int64 // Designs (with an interface) × Problems
-	PairsPruned     int64 // of them, different shape keys: no simulation
-	PairsCompatible int64 // same shape key
-	PairsCapped     int64 // compatible pairs with more mappings than MaxMappings (first ones tried)
-	Simulations     int64 // candidate judgements run (wrapper × mapping)
-	Matches         int64 // (corpus row, benchmark problem) pairs that passed
-	Unjudged        int64 // simulations the verifier could not judge (never contamination)
+	Records         int64    // corpus rows read
+	Designs         int64    // Verilog code blocks found in them
+	InterfaceErrors int64    // designs whose interface Yosys could not read (not matched)
+	InterfaceSample []string // the first 10 of them: "corpus id/field: why"
+	Problems        int      // benchmark problems indexed (with a readable interface)
+	SkippedProblems int      // benchmark problems without one
+	PairsConsidered int64    // Designs (with an interface) × Problems
+	PairsPruned     int64    // of them, different shape keys: no simulation
+	PairsCompatible int64    // same shape key
+	PairsCapped     int64    // compatible pairs with more mappings than MaxMappings (first ones tried)
+	Simulations     int64    // candidate judgements run (wrapper × mapping)
+	Matches         int64    // (corpus row, benchmark problem) pairs that passed
+	Unjudged        int64    // simulations the verifier could not judge (never contamination)
 	UnjudgedSample  []string
 	CorpusItems     int // distinct contaminated corpus ids
 	BenchmarkItems  int // distinct benchmark problems hit
@@ -171,6 +172,9 @@ func (s BehaviouralSummary) String() string {
 	fmt.Fprintf(&b, "  contaminated corpus items: %d; benchmark items hit: %d\n", s.CorpusItems, s.BenchmarkItems)
 	for _, m := range s.Top {
 		fmt.Fprintf(&b, "  %-30s ← %-30s behavioural (ports %s)\n", m.BenchmarkID, m.CorpusID, m.PortMapping)
+	}
+	for _, e := range s.InterfaceSample {
+		fmt.Fprintf(&b, "  no readable interface: %s\n", e)
 	}
 	for _, u := range s.UnjudgedSample {
 		fmt.Fprintf(&b, "  unjudged: %s\n", u)
@@ -236,6 +240,9 @@ func CheckBehavioural(ctx context.Context, bx *BehaviouralIndex, judge engine.Ju
 		for _, d := range ds {
 			if d.err != nil {
 				s.InterfaceErrors++
+				if len(s.InterfaceSample) < 10 {
+					s.InterfaceSample = append(s.InterfaceSample, fmt.Sprintf("%s/%s (row %d): %v", r.ID, d.field, record+1, d.err))
+				}
 				continue
 			}
 			s.PairsConsidered += int64(len(bx.Items))

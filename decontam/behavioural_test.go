@@ -273,6 +273,9 @@ func TestBehaviouralCatchesTruthTableRewrites(t *testing.T) {
 	if s.Records != 7 || s.Designs != 7 || s.InterfaceErrors != 1 || s.Unjudged != 0 {
 		t.Errorf("records %d designs %d interface errors %d unjudged %d (%v)", s.Records, s.Designs, s.InterfaceErrors, s.Unjudged, s.UnjudgedSample)
 	}
+	if len(s.InterfaceSample) != 1 || !strings.HasPrefix(s.InterfaceSample[0], "broken/reference (row 7): ") {
+		t.Errorf("interface errors not named: %q", s.InterfaceSample)
+	}
 	// 6 designs with an interface × 5 problems; compatible: popcount3 1,
 	// fadd 1, q4g 1 (only itself has 3 inputs + 1 output), and-named 2
 	// (andgate, norgate), or-gate 2, adder8 0.

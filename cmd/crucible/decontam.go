@@ -185,7 +185,7 @@ inferred from all rows, as 'crucible dedup' does). removed-*.parquet then has
   _decontam_benchmark  string: the distinct benchmark ids the row matched at
                        or above the threshold, comma-separated, in the order
                        first matched (benchmarks in --benchmark order)
-  _decontam_method     string: lexical | structural | minhash, of the
+  _decontam_method     string: lexical | structural | minhash | behavioural, of the
                        highest-scoring of those matches
   _decontam_score      float64: that highest score
 Rows are told apart by their place in the corpus, not by id, so a clean row

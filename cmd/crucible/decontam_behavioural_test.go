@@ -83,7 +83,7 @@ func TestDecontamCheckBehavioural(t *testing.T) {
 
 	// Default (auto): behavioural runs, finds the rewrite, exit 6.
 	out := filepath.Join(dir, "auto")
-	stdout, err := runCLI(t, "decontam", "check", "--corpus", corpus, "--benchmark", bench, "--out", out, "--no-progress", "--workers", "2")
+	stdout, err := runCLI(t, "decontam", "check", "--corpus", corpus, "--benchmark", bench, "--out", out, "--no-progress", "--workers", "2", "--purify", filepath.Join(dir, "pure"))
 	if code := exitCode(context.Background(), err); code != exitFindings {
 		t.Fatalf("auto: exit %d (%v), want %d\n%s", code, err, exitFindings, stdout)
 	}
@@ -102,6 +102,11 @@ func TestDecontamCheckBehavioural(t *testing.T) {
 	}
 	if len(bhv) != 1 || bhv[0].CorpusID != "lut" || bhv[0].BenchmarkID != "Prob027_fadd" || !strings.HasSuffix(bhv[0].PortMapping, "cout=c_q,sum=s_q") || !strings.Contains(bhv[0].Evidence, `"status":"pass"`) {
 		t.Fatalf("behavioural matches %+v", bhv)
+	}
+	// --purify removes the rewrite (behavioural) and the OR gate (a
+	// structural match of andgate), keeps the prose.
+	if !strings.Contains(stdout, "(kept 1 rows, removed 2 contaminated)") {
+		t.Errorf("purify: %s", stdout)
 	}
 	if !strings.Contains(stdout, "(behavioural)") || !strings.Contains(stdout, "simulations") {
 		t.Errorf("summary lacks the behavioural pass:\n%s", stdout)
