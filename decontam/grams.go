@@ -9,6 +9,19 @@
 // module headers, reset branches, #include blocks) do not count
 // (Config.MaxDocFreq), and a match names the other benchmark items that hold
 // its matched text (Match.SharedWith).
+//
+// Behavioural matching (behavioural.go) covers what no n-gram sees: an RTL
+// benchmark problem re-encoded (a combinational problem as an exhaustive
+// case table, ports renamed and reordered). Problems with an executable
+// harness are indexed by interface shape (Yosys-read ports: direction,
+// width, signedness, clock); every corpus design of an equal shape is run,
+// through a wrapper mapping its ports onto the problem's (by clock/reset,
+// then normalised name, then at most DefaultMaxMappings permutations of
+// equal-shape ports), against the problem's own harness with the RTL
+// verifier. A pass is a match with Method "behavioural" and its port
+// mapping and evidence row; simulations grow with the interface-compatible
+// pairs, not corpus × benchmark; an unjudged simulation is counted and
+// reported, never contamination.
 package decontam
 
 import (

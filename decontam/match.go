@@ -233,7 +233,7 @@ type Match struct {
 	Benchmark         string  `json:"benchmark" arrow:"benchmark"` // benchmark name (file)
 	BenchmarkID       string  `json:"benchmark_id" arrow:"benchmark_id"`
 	BenchmarkField    string  `json:"benchmark_field" arrow:"benchmark_field"`
-	Method            string  `json:"method" arrow:"method"` // lexical | structural | minhash: the channel that gave the score
+	Method            string  `json:"method" arrow:"method"` // lexical | structural | minhash: the channel that gave the score; behavioural: passed the benchmark's harness
 	MatchedNgrams     int32   `json:"matched_ngrams" arrow:"matched_ngrams"`
 	BenchmarkNgrams   int32   `json:"benchmark_ngrams" arrow:"benchmark_ngrams"`     // the benchmark text's n-grams that count (common ones excluded, Config.MaxDocFreq)
 	LexicalOverlap    float64 `json:"lexical_overlap" arrow:"lexical_overlap"`       // share of the benchmark text's lexical n-grams found
@@ -252,6 +252,14 @@ type Match struct {
 	// only). Each of those items has a match of its own when it scores high
 	// enough.
 	SharedWith []string `json:"shared_with" arrow:"shared_with"`
+	// PortMapping (behavioural matches only) is the mapping under which the
+	// corpus design passed the benchmark's harness: "bench=corpus" port
+	// pairs in the benchmark's port order. Empty for lexical methods.
+	PortMapping string `json:"port_mapping" arrow:"port_mapping"`
+	// Evidence (behavioural matches only) is the passing verdict's evidence
+	// row as JSON (BehaviouralEvidence: status, attempts, toolchain, input
+	// hashes, measurements, the design's top, mappings tried).
+	Evidence string `json:"evidence" arrow:"evidence"`
 }
 
 // Matcher queries one index with texts; not safe for concurrent use (one

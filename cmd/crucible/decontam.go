@@ -44,10 +44,14 @@ type DecontamCheckOptions struct {
 	Fields        []string
 	Out           string
 	Purify        string // --purify DIR: the corpus without its contaminated rows (forward only)
-	Workers       int
-	Config        decontam.Config
-	Writer        engine.WriterOptions
-	Stdout        io.Writer
+	// Methods is --method: lexical, behavioural, all, auto (repeatable or
+	// comma lists). Empty is lexical only; the command's default is auto.
+	Methods []string
+	Stderr  io.Writer // notes on methods not run (default os.Stderr)
+	Workers int
+	Config  decontam.Config
+	Writer  engine.WriterOptions
+	Stdout  io.Writer
 }
 
 func newDecontamCmd() *cobra.Command {
@@ -181,7 +185,7 @@ inferred from all rows, as 'crucible dedup' does). removed-*.parquet then has
   _decontam_benchmark  string: the distinct benchmark ids the row matched at
                        or above the threshold, comma-separated, in the order
                        first matched (benchmarks in --benchmark order)
-  _decontam_method     string: lexical | structural | minhash, of the
+  _decontam_method     string: lexical | structural | minhash | behavioural, of the
                        highest-scoring of those matches
   _decontam_score      float64: that highest score
 Rows are told apart by their place in the corpus, not by id, so a clean row
@@ -191,6 +195,24 @@ found (the purified corpus is written first), 0 when clean (every row kept).
 --purify reads the corpus once more, after matching, to write the rows
 (JSONL twice: also a schema pass before matching), and all corpus files need the same columns (exit 3
 naming two that differ).
+
+--method lexical|behavioural|all|auto (repeatable or comma list; default
+auto). behavioural: every RTL design in the corpus rows (a reference, or
+fenced code blocks in any text field) whose Yosys-read interface has the
+shape of a benchmark problem's (ports' direction, width, signedness; clock)
+is run, through a wrapper mapping its ports onto the problem's (clock and
+reset, then normalised names, then at most 24 permutations of equal-shape
+ports), as a candidate against the problem's own harness with the RTL
+verifier (Icarus); a pass is a match with method behavioural, score 1, its
+port_mapping and evidence (the verdict row, JSON). The benchmark file must
+carry executable problems (VerilogEval rows with ref and test, or items with
+a verifier harness); an index directory holds none. The summary gives
+designs, pairs pruned by shape, simulations, unjudged simulations (never
+contamination) and wall time; the manifest has them as behavioural.* counts.
+auto is lexical plus behavioural where it can run; where Icarus or Yosys is
+missing it says so on stderr and runs lexical only. --method behavioural
+where it cannot run (no tools, --corpus-index, no executable benchmark) is
+exit 2.
 
 --corpus (and 'decontam index --in') take files, quoted globs and
 directories as 'crucible dedup --in' does.
@@ -202,7 +224,7 @@ zstd level 1, is the one 'crucible dedup --help' measures.
 Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output not writable.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Stdout = cmd.OutOrStdout()
+			o.Stdout, o.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			return runDecontamCheck(cmd.Context(), o)
 		},
 	}
@@ -217,6 +239,7 @@ Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output n
 	f.StringVar(&o.Out, "out", "", "output directory for matches (required)")
 	f.StringVar(&o.Purify, "purify", "", "also write the corpus minus its contaminated rows to this directory (kept-*.parquet, removed-*.parquet, manifest.json; --corpus only)")
 	f.IntVar(&o.Workers, "workers", o.Workers, "matching workers")
+	f.StringSliceVar(&o.Methods, "method", []string{methodAuto}, "lexical | behavioural | all | auto (repeatable or comma list): auto is lexical plus behavioural where a --benchmark file carries executable RTL harnesses and Icarus and Yosys are here (else a note on stderr)")
 	addDecontamConfigFlags(c, &o.Config)
 	addCompressionFlags(c, &o.Writer)
 	_ = c.MarkFlagRequired("benchmark")
@@ -246,6 +269,13 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 	}
 	if err := o.Config.Validate(); err != nil {
 		return err
+	}
+	methods, err := parseMethods(o.Methods)
+	if err != nil {
+		return err
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
 	}
 	if err := checkCompression(&o.Writer); err != nil {
 		return err
@@ -296,7 +326,9 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 	total := engine.InputBytes(o.Benchmarks) + int64(len(o.Benchmarks))*engine.InputBytes(o.Corpus)
 	ctx, done := readProgress(ctx, "decontam check", total)
 	defer done()
-	if o.CorpusIndex != "" {
+	switch {
+	case !methods.lexical: // --method behavioural: no lexical pass
+	case o.CorpusIndex != "":
 		ix, err := decontam.Open(o.CorpusIndex)
 		if err != nil {
 			w.Abort()
@@ -316,7 +348,7 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 			s.Benchmark = filepath.Base(b)
 			sums = append(sums, s)
 		}
-	} else {
+	default:
 		corpus := decontam.FileRecords{Paths: o.Corpus, IDField: o.CorpusIDField, Fields: cfields}
 		for _, b := range o.Benchmarks {
 			ix, cleanup, err := decontam.OpenBenchmark(ctx, o.Config, decontam.BenchmarkSpec{Path: b, IDField: o.IDField, Fields: fields}, "")
@@ -336,6 +368,16 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 			sums = append(sums, s)
 		}
 	}
+	// The progress bar covers the lexical passes; the behavioural one's
+	// reads are not metered (its time is simulation, reported in its summary).
+	bsums, err := runBehavioural(engine.WithReadMeter(ctx, nil), o, methods, o.Stderr, func(row int64, m decontam.Match) error {
+		hits.add(row, m)
+		return write(m)
+	})
+	if err != nil {
+		w.Abort()
+		return err
+	}
 	infos, err := w.Close()
 	if err != nil {
 		return err
@@ -348,6 +390,17 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 		m.Counts["matches."+s.Benchmark] = s.Matches
 		m.Counts["contaminated."+s.Benchmark] = s.Contaminated
 		contaminated += s.Contaminated
+	}
+	for _, s := range bsums {
+		fmt.Fprint(o.Stdout, s.String())
+		for k, v := range map[string]int64{"matches": s.Matches, "designs": s.Designs, "interface_errors": s.InterfaceErrors,
+			"pairs_considered": s.PairsConsidered, "pairs_pruned": s.PairsPruned, "pairs_compatible": s.PairsCompatible,
+			"pairs_capped": s.PairsCapped, "simulations": s.Simulations, "unjudged": s.Unjudged, "wall_ms": s.Wall.Milliseconds(),
+			"problems_unreadable": int64(s.SkippedProblems)} {
+			m.Counts["behavioural."+k+"."+s.Benchmark] = v
+		}
+		contaminated += s.Matches
+		sums = append(sums, behaviouralAsSummary(s, o.Config))
 	}
 	if err := decontam.WriteRunRecord(o.Out, decontam.NewRunRecord(sums)); err != nil { // for decontam rescore
 		return err

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/crucible-data/crucible/decontam"
+	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/internal/testenv"
+)
+
+// faddLUT is Prob027_fadd as a case table, ports renamed and reordered.
+const faddLUT = `module adder_lut (output reg s_q, output reg c_q, input z, input y, input x);
+  always @(*) begin
+    case ({x, y, z})
+      3'b000: {c_q, s_q} = 2'b00;
+      3'b001: {c_q, s_q} = 2'b01;
+      3'b010: {c_q, s_q} = 2'b01;
+      3'b011: {c_q, s_q} = 2'b10;
+      3'b100: {c_q, s_q} = 2'b01;
+      3'b101: {c_q, s_q} = 2'b10;
+      3'b110: {c_q, s_q} = 2'b10;
+      default: {c_q, s_q} = 2'b11;
+    endcase
+  end
+endmodule
+`
+
+// writeBenchSubset copies the named VerilogEval rows to dir/bench.jsonl.
+func writeBenchSubset(t *testing.T, dir string, ids ...string) string {
+	t.Helper()
+	f, err := os.Open(testenv.Dataset(t, "verilog-eval/spec-to-rtl.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var row struct{ ID string }
+		if json.Unmarshal(sc.Bytes(), &row) == nil && slices.Contains(ids, row.ID) {
+			out = append(out, sc.Text())
+		}
+	}
+	if len(out) != len(ids) {
+		t.Fatalf("found %d of %v", len(out), ids)
+	}
+	p := filepath.Join(dir, "bench.jsonl")
+	os.WriteFile(p, []byte(strings.Join(out, "\n")+"\n"), 0o644)
+	return p
+}
+
+func TestDecontamCheckBehavioural(t *testing.T) {
+	for _, tool := range []string{"iverilog", "vvp", "yosys"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s not found (CI is set)", tool)
+			}
+			t.Skipf("%s not found", tool)
+		}
+	}
+	dir := t.TempDir()
+	bench := writeBenchSubset(t, dir, "Prob014_andgate", "Prob027_fadd")
+	corpus := filepath.Join(dir, "corpus.jsonl")
+	var rows []string
+	for _, r := range []map[string]string{
+		{"item_id": "lut", "reference": faddLUT},
+		{"item_id": "or", "reference": "module g (input a, input b, output out);\n  assign out = a | b;\nendmodule\n"},
+		{"item_id": "prose", "instruction": "Write a module that adds numbers."},
+	} {
+		b, _ := json.Marshal(r)
+		rows = append(rows, string(b))
+	}
+	os.WriteFile(corpus, []byte(strings.Join(rows, "\n")+"\n"), 0o644)
+
+	// Default (auto): behavioural runs, finds the rewrite, exit 6.
+	out := filepath.Join(dir, "auto")
+	stdout, err := runCLI(t, "decontam", "check", "--corpus", corpus, "--benchmark", bench, "--out", out, "--no-progress", "--workers", "2", "--purify", filepath.Join(dir, "pure"))
+	if code := exitCode(context.Background(), err); code != exitFindings {
+		t.Fatalf("auto: exit %d (%v), want %d\n%s", code, err, exitFindings, stdout)
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "matches-*.parquet"))
+	ms, err := engine.ReadAll[decontam.Match](files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bhv []decontam.Match
+	for _, m := range ms {
+		if m.Method == decontam.MethodBehavioural {
+			bhv = append(bhv, m)
+		} else if m.Contaminated && m.CorpusID == "lut" {
+			t.Errorf("lexical match %s ← %s (%s %.2f): the rewrite should be lexically clean", m.BenchmarkID, m.CorpusID, m.Method, m.Score)
+		}
+	}
+	if len(bhv) != 1 || bhv[0].CorpusID != "lut" || bhv[0].BenchmarkID != "Prob027_fadd" || !strings.HasSuffix(bhv[0].PortMapping, "cout=c_q,sum=s_q") || !strings.Contains(bhv[0].Evidence, `"status":"pass"`) {
+		t.Fatalf("behavioural matches %+v", bhv)
+	}
+	// --purify removes the rewrite (behavioural) and the OR gate (a
+	// structural match of andgate), keeps the prose.
+	if !strings.Contains(stdout, "(kept 1 rows, removed 2 contaminated)") {
+		t.Errorf("purify: %s", stdout)
+	}
+	if !strings.Contains(stdout, "(behavioural)") || !strings.Contains(stdout, "simulations") {
+		t.Errorf("summary lacks the behavioural pass:\n%s", stdout)
+	}
+	var man engine.Manifest
+	b, _ := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err := json.Unmarshal(b, &man); err != nil {
+		t.Fatal(err)
+	}
+	// lut: 1 compatible pair (fadd); or: 1 (andgate), pruned 1 each.
+	if man.Counts["behavioural.matches.bench"] != 1 || man.Counts["behavioural.pairs_compatible.bench"] != 2 ||
+		man.Counts["behavioural.pairs_pruned.bench"] != 2 || man.Counts["behavioural.simulations.bench"] < 2 {
+		t.Errorf("manifest counts %v", man.Counts)
+	}
+	// The match set rescored keeps the behavioural match.
+	if _, err := runCLI(t, "decontam", "rescore", out, "--threshold", "0.9", "--out", filepath.Join(dir, "rescored")); exitCode(context.Background(), err) != exitFindings {
+		t.Errorf("rescore: %v, want exit 6", err)
+	}
+
+	// Lexical only: the rewrite goes unnoticed, while the OR gate, which
+	// behaviourally is not andgate, is a structural match of it (exit 6).
+	lex := filepath.Join(dir, "lex")
+	if _, err := runCLI(t, "decontam", "check", "--corpus", corpus, "--benchmark", bench, "--out", lex, "--no-progress", "--method", "lexical"); exitCode(context.Background(), err) != exitFindings {
+		t.Fatalf("--method lexical: %v", err)
+	}
+	files, _ = filepath.Glob(filepath.Join(lex, "matches-*.parquet"))
+	if ms, err = engine.ReadAll[decontam.Match](files...); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Method == decontam.MethodBehavioural || m.CorpusID == "lut" && m.Contaminated {
+			t.Errorf("--method lexical wrote %s %s ← %s", m.Method, m.BenchmarkID, m.CorpusID)
+		}
+	}
+	// Bad method, behavioural with a corpus index: exit 2.
+	if _, err := runCLI(t, "decontam", "check", "--corpus", corpus, "--benchmark", bench, "--out", filepath.Join(dir, "bad"), "--method", "lexical,semantic"); exitCode(context.Background(), err) != exitUsage {
+		t.Errorf("--method semantic: %v, want exit 2", err)
+	}
+	// --method behavioural where it cannot run: a corpus index holds no
+	// designs; a benchmark without harnesses has nothing to run.
+	idx := filepath.Join(dir, "cidx")
+	if _, err := runCLI(t, "decontam", "index", "--in", corpus, "--side", "corpus", "--out", idx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, "decontam", "check", "--corpus-index", idx, "--benchmark", bench, "--out", filepath.Join(dir, "ci"), "--method", "behavioural"); exitCode(context.Background(), err) != exitUsage {
+		t.Errorf("--method behavioural --corpus-index: %v, want exit 2", err)
+	}
+	noharness := filepath.Join(dir, "prompts.jsonl")
+	os.WriteFile(noharness, []byte(`{"id":"p1","prompt":"an adder with a carry in and a carry out, please"}`+"\n"), 0o644)
+	if _, err := runCLI(t, "decontam", "check", "--corpus", corpus, "--benchmark", noharness, "--out", filepath.Join(dir, "nh"), "--method", "all"); exitCode(context.Background(), err) != exitUsage {
+		t.Errorf("--method all with a benchmark without harnesses: %v, want exit 2", err)
+	}
+	// Without the simulator, auto says so and runs lexical only;
+	// --method behavioural refuses.
+	t.Setenv("PATH", dir)
+	stdout, err = runCLI(t, "decontam", "check", "--corpus", corpus, "--benchmark", bench, "--out", filepath.Join(dir, "notools"), "--no-progress")
+	if exitCode(context.Background(), err) != exitFindings || !strings.Contains(stdout, "behavioural matching NOT run") || strings.Contains(stdout, "(behavioural)") {
+		t.Errorf("auto without iverilog: %v\n%s", err, stdout)
+	}
+	if _, err := runCLI(t, "decontam", "check", "--corpus", corpus, "--benchmark", bench, "--out", filepath.Join(dir, "notools2"), "--method", "behavioural"); exitCode(context.Background(), err) != exitUsage || !strings.Contains(err.Error(), "iverilog") {
+		t.Errorf("--method behavioural without iverilog: %v, want exit 2 naming iverilog", err)
+	}
+}
