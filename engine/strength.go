@@ -155,7 +155,12 @@ func (s *Judges) Audit(ctx context.Context, item Item) (StrengthReport, error) {
 	if a, ok := j.(StrengthAuditor); ok {
 		return a.Audit(ctx, item)
 	}
-	return StrengthReport{Stage: StageToolchainUnsupported, Cause: "the " + item.Domain + " judge measures no verifier strength", Definitive: true}, nil
+	return noAudit(item.Domain), nil
+}
+
+// noAudit is the report for a domain whose judge measures no strength.
+func noAudit(domain string) StrengthReport {
+	return StrengthReport{Stage: StageToolchainUnsupported, Cause: "the " + domain + " judge measures no verifier strength", Definitive: true}
 }
 
 // Audit forwards to the built judge's audit (see Judges.Audit).
@@ -167,7 +172,7 @@ func (l *lazyJudge) Audit(ctx context.Context, item Item) (StrengthReport, error
 	if a, ok := j.(StrengthAuditor); ok {
 		return a.Audit(ctx, item)
 	}
-	return StrengthReport{Stage: StageToolchainUnsupported, Cause: "the " + item.Domain + " judge measures no verifier strength", Definitive: true}, nil
+	return noAudit(item.Domain), nil
 }
 
 // MutantSource derives up to max mutants of item's reference, given as ref
