@@ -59,16 +59,7 @@ func runInit(blob string) {
 	// The signals left to the runtime's handler (SIGUSR1, SIGPIPE, SIGURG,
 	// SIGXCPU, the real-time signals, ...) do nothing to it when another
 	// process sends them (TestCannotKillParent sends every signal).
-	for _, s := range initFatalSignals {
-		if err := setDefaultAction(s); err != nil {
-			fail("setup", err)
-		}
-	}
-	// A signal the verifier's own environment ignores (a CI runner may
-	// leave SIGRTMIN or SIGHUP ignored) would stay ignored through both
-	// execs; the job gets the default action instead. For the init a
-	// default action is as safe as ignoring: the kernel drops it.
-	if err := unignoreSignals(); err != nil {
+	if err := resetSignals(); err != nil {
 		fail("setup", err)
 	}
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&initName[0])), 0, 0, 0)
@@ -145,23 +136,34 @@ func setDefaultAction(sig syscall.Signal) error {
 	return nil
 }
 
-// unignoreSignals sets every ignored signal's action to SIG_DFL.
-func unignoreSignals() error {
+// resetSignals sets to SIG_DFL every signal in initFatalSignals and every
+// signal the verifier's environment left ignored (a CI runner may leave
+// SIGRTMIN or SIGHUP ignored, which would stay ignored through both execs:
+// the job gets the default action instead). For the init a default action
+// is as safe as ignoring: the kernel drops it.
+func resetSignals() error {
+	fatal := map[syscall.Signal]bool{}
+	for _, s := range initFatalSignals {
+		fatal[s] = true
+	}
 	for sig := syscall.Signal(1); sig < 65; sig++ {
 		if sig == syscall.SIGKILL || sig == syscall.SIGSTOP {
 			continue
 		}
-		var old [4]uint64
-		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
-			if e == unix.EINVAL {
-				continue // not a signal on this kernel
+		if !fatal[sig] {
+			var old [4]uint64
+			if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
+				if e == unix.EINVAL {
+					continue // not a signal on this kernel
+				}
+				return fmt.Errorf("rt_sigaction(%d): %w", sig, e)
 			}
-			return fmt.Errorf("rt_sigaction(%d): %w", sig, e)
+			if old[0] != 1 { // not SIG_IGN: leave it to the runtime
+				continue
+			}
 		}
-		if old[0] == 1 { // SIG_IGN
-			if err := setDefaultAction(sig); err != nil {
-				return err
-			}
+		if err := setDefaultAction(sig); err != nil {
+			return err
 		}
 	}
 	return nil
