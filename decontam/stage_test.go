@@ -88,29 +88,7 @@ stages:
       benchmarks: [{path: ` + bench + `, name: verilog-eval}]
 `
 	os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(pipeline), 0o644)
-	reg := engine.NewRegistry()
-	reg.Register("items_jsonl", func(engine.StageConfig) (engine.Stage, error) {
-		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
-			rows, err := engine.ReadAll[engine.Item](sc.Files...)
-			if err != nil {
-				return err
-			}
-			w, err := engine.StageWriter[engine.Item](sc, "items")
-			if err != nil {
-				return err
-			}
-			return w.Write(rows...)
-		}), nil
-	}, "test source")
-	dedup.RegisterStages(reg)
-	decontam.RegisterStages(reg)
-	cfg, err := engine.LoadPipeline(filepath.Join(dir, "pipeline.yaml"), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	runItemsPipeline(t, dir, dedup.RegisterStages, decontam.RegisterStages)
 	work := filepath.Join(dir, "work")
 	rej := readKind[engine.Rejection](t, work, "dedup", "rejections")
 	got := map[string]engine.Rejection{}
@@ -168,28 +146,7 @@ func TestStageRejectionNamesSharedItems(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "items.jsonl"), append(append(line, '\n'), append(clean, '\n')...), 0o644)
 	os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte("name: t\nwork_dir: work\nstages:\n  - name: src\n    type: items_jsonl\n    inputs: [items.jsonl]\n"+
 		"  - name: decontam\n    type: decontam\n    from: [src]\n    max_reject_fraction: 1\n    config:\n      benchmarks: [{path: bench.jsonl}]\n"), 0o644)
-	reg := engine.NewRegistry()
-	reg.Register("items_jsonl", func(engine.StageConfig) (engine.Stage, error) {
-		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
-			rows, err := engine.ReadAll[engine.Item](sc.Files...)
-			if err != nil {
-				return err
-			}
-			w, err := engine.StageWriter[engine.Item](sc, "items")
-			if err != nil {
-				return err
-			}
-			return w.Write(rows...)
-		}), nil
-	}, "test source")
-	decontam.RegisterStages(reg)
-	cfg, err := engine.LoadPipeline(filepath.Join(dir, "pipeline.yaml"), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	runItemsPipeline(t, dir, decontam.RegisterStages)
 	rej := readKind[engine.Rejection](t, filepath.Join(dir, "work"), "decontam", "rejections")
 	if len(rej) != 1 {
 		t.Fatalf("rejections %+v", rej)
@@ -205,3 +162,34 @@ func TestStageRejectionNamesSharedItems(t *testing.T) {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// runItemsPipeline runs dir/pipeline.yaml with a test source stage type
+// "items_jsonl" (its input files' items, written as its items) and the
+// stage types register adds; any error fails t.
+func runItemsPipeline(t *testing.T, dir string, register ...func(*engine.Registry)) {
+	t.Helper()
+	reg := engine.NewRegistry()
+	reg.Register("items_jsonl", func(engine.StageConfig) (engine.Stage, error) {
+		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
+			rows, err := engine.ReadAll[engine.Item](sc.Files...)
+			if err != nil {
+				return err
+			}
+			w, err := engine.StageWriter[engine.Item](sc, "items")
+			if err != nil {
+				return err
+			}
+			return w.Write(rows...)
+		}), nil
+	}, "test source")
+	for _, r := range register {
+		r(reg)
+	}
+	cfg, err := engine.LoadPipeline(filepath.Join(dir, "pipeline.yaml"), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
