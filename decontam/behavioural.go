@@ -90,6 +90,12 @@ type BehaviouralConfig struct {
 	MaxMappings int       // port mappings tried per pair (DefaultMaxMappings)
 	Workers     int       // concurrent interface extractions and simulations
 	Extract     Extractor // default rtl.ExtractInterface
+	// Unjudged, when set, is told of every (corpus row, benchmark problem)
+	// pair that ended with no pass and at least one simulation the judge
+	// could not judge: the pair is not known clean, and a caller that
+	// drops or keeps rows (the pipeline stage) must decide, not assume.
+	// Calls are serialised.
+	Unjudged func(record int64, corpusID, benchmarkID, why string)
 }
 
 func (c *BehaviouralConfig) defaults() {
@@ -272,6 +278,8 @@ func CheckBehavioural(ctx context.Context, bx *BehaviouralIndex, judge engine.Ju
 			if m != nil {
 				m.CorpusID, m.Benchmark = r.ID, bx.Name
 				found[i] = m
+			} else if len(unjudged) > 0 && cfg.Unjudged != nil {
+				cfg.Unjudged(record, r.ID, bx.Items[p.bench].ID, unjudged[0])
 			}
 			return err
 		}); err != nil {

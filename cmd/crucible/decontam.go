@@ -393,10 +393,7 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 	}
 	for _, s := range bsums {
 		fmt.Fprint(o.Stdout, s.String())
-		for k, v := range map[string]int64{"matches": s.Matches, "designs": s.Designs, "interface_errors": s.InterfaceErrors,
-			"pairs_considered": s.PairsConsidered, "pairs_pruned": s.PairsPruned, "pairs_compatible": s.PairsCompatible,
-			"pairs_capped": s.PairsCapped, "simulations": s.Simulations, "unjudged": s.Unjudged, "wall_ms": s.Wall.Milliseconds(),
-			"problems_unreadable": int64(s.SkippedProblems)} {
+		for k, v := range s.Counts(true) {
 			m.Counts["behavioural."+k+"."+s.Benchmark] = v
 		}
 		contaminated += s.Matches

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"github.com/crucible-data/crucible/decontam"
@@ -59,23 +56,6 @@ func parseMethods(vals []string) (checkMethods, error) {
 	return m, nil
 }
 
-// behaviouralToolsMissing names what behavioural matching lacks here
-// ("" when Icarus, Yosys and candidate isolation are all available).
-func behaviouralToolsMissing(ctx context.Context, v *rtl.Verifier) string {
-	var miss []string
-	for _, t := range []string{"iverilog", "vvp", "yosys"} {
-		if _, err := exec.LookPath(t); err != nil {
-			miss = append(miss, t+" not on PATH")
-		}
-	}
-	if len(miss) == 0 && v != nil {
-		if err := v.Check(ctx); err != nil {
-			miss = append(miss, err.Error())
-		}
-	}
-	return strings.Join(miss, "; ")
-}
-
 // runBehavioural is the behavioural pass of `decontam check` over every
 // --benchmark file with executable RTL problems. It returns one summary per
 // benchmark checked; fn gets each match (row = place in the corpus).
@@ -90,27 +70,25 @@ func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods,
 		fmt.Fprintln(stderr, "decontam: behavioural matching skipped: a --corpus-index holds no designs to simulate (lexical only)")
 		return nil, nil
 	}
-	type bench struct {
-		path  string
-		items []decontam.BenchItem
+	cfg := decontam.BehaviouralConfig{Workers: o.Workers}
+	specs := make([]decontam.BenchmarkSpec, len(o.Benchmarks))
+	for i, b := range o.Benchmarks {
+		specs[i] = decontam.BenchmarkSpec{Path: b}
 	}
-	var benches []bench
-	for _, b := range o.Benchmarks {
-		if st, err := os.Stat(b); err == nil && st.IsDir() {
-			fmt.Fprintf(stderr, "decontam: behavioural matching skips benchmark %s: an index directory holds no harnesses (give the benchmark file)\n", b)
-			continue
+	all, err := decontam.OpenBehaviouralBenchmarks(ctx, specs, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var benches []*decontam.BehaviouralIndex
+	for _, b := range all {
+		switch {
+		case b.Index != nil:
+			benches = append(benches, b.Index)
+		case b.NotRun == decontam.NotRunIndexDir:
+			fmt.Fprintf(stderr, "decontam: behavioural matching skips benchmark %s: %s\n", b.Spec.Path, b.NotRun)
+		case !m.auto:
+			fmt.Fprintf(stderr, "decontam: benchmark %s has %s: not matched behaviourally\n", b.Spec.Path, b.NotRun)
 		}
-		items, err := decontam.LoadBenchItems(ctx, b)
-		if err != nil {
-			return nil, err
-		}
-		if len(items) == 0 {
-			if !m.auto {
-				fmt.Fprintf(stderr, "decontam: benchmark %s has no executable RTL problems (harness and reference): not matched behaviourally\n", b)
-			}
-			continue
-		}
-		benches = append(benches, bench{b, items})
 	}
 	if len(benches) == 0 {
 		if !m.auto {
@@ -124,24 +102,19 @@ func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods,
 	if err != nil {
 		return nil, err
 	}
-	if miss := behaviouralToolsMissing(ctx, v); miss != "" {
+	if miss := decontam.ToolsMissing(ctx, v, "iverilog", "vvp", "yosys"); miss != "" {
 		if !m.auto {
 			return nil, fmt.Errorf("%w: --method behavioural cannot run here: %s", errUsage, miss)
 		}
 		fmt.Fprintf(stderr, "decontam: behavioural matching NOT run (%s): lexical only; install Icarus Verilog and Yosys for behavioural coverage\n", miss)
 		return nil, nil
 	}
-	cfg := decontam.BehaviouralConfig{Workers: o.Workers}
 	cfields := o.CorpusFields
 	if len(cfields) == 0 {
 		cfields = defaultCorpusFields
 	}
 	var sums []decontam.BehaviouralSummary
-	for _, b := range benches {
-		bx, err := decontam.NewBehaviouralIndex(ctx, benchName(b.path), b.items, cfg)
-		if err != nil {
-			return nil, err
-		}
+	for _, bx := range benches {
 		s, err := decontam.CheckBehavioural(ctx, bx, v, decontam.FileRecords{Paths: o.Corpus, IDField: o.CorpusIDField, Fields: cfields}, cfg, fn)
 		if err != nil {
 			return nil, err
@@ -152,11 +125,6 @@ func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods,
 		sums = append(sums, s)
 	}
 	return sums, nil
-}
-
-// benchName is the benchmark's name as lexical summaries give it.
-func benchName(path string) string {
-	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 }
 
 // behaviouralAsSummary records a behavioural pass in the run record (and
