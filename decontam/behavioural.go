@@ -212,32 +212,86 @@ type bhvDesign struct {
 // counted in Unjudged and sampled, never a match.
 func CheckBehavioural(ctx context.Context, bx *BehaviouralIndex, judge engine.Judge, src Source, cfg BehaviouralConfig, fn func(record int64, m Match) error) (BehaviouralSummary, error) {
 	cfg.defaults()
+	return checkDesigns(ctx, bx, judge, recordDesigns(src, cfg), cfg, fn)
+}
+
+// designBatch is one corpus row's designs.
+type designBatch struct {
+	row     int64 // the row's place in the corpus (0-based)
+	id      string
+	designs []*bhvDesign
+}
+
+// designSource yields the corpus rows' designs with their interfaces read
+// (or the reason they could not be), in corpus order: from the rows
+// themselves (recordDesigns) or from a persisted corpus index (Index.designSource).
+type designSource func(ctx context.Context, fn func(designBatch) error) error
+
+// designChunk is how many rows recordDesigns reads interfaces for at once:
+// one design per row (a reference field) would otherwise run Yosys on one
+// core at a time.
+const designChunk = 64
+
+// recordDesigns reads each row's designs (codeBlocks of every field) and
+// their interfaces, designChunk rows at a time; every row yields a batch,
+// with or without designs, in corpus order.
+func recordDesigns(src Source, cfg BehaviouralConfig) designSource {
+	return func(ctx context.Context, fn func(designBatch) error) error {
+		var row int64
+		var chunk []designBatch
+		var flat []*bhvDesign
+		flush := func() error {
+			err := engine.FanOut(ctx, cfg.Workers, len(flat), func(ctx context.Context, i int) error {
+				d := flat[i]
+				if d.top == "" {
+					d.err = fmt.Errorf("no module declaration")
+					return nil
+				}
+				d.iface, d.err = cfg.Extract(ctx, d.code, d.top)
+				return nil
+			})
+			for _, b := range chunk {
+				if err == nil {
+					err = fn(b)
+				}
+			}
+			chunk, flat = chunk[:0], flat[:0]
+			return err
+		}
+		err := src.Scan(ctx, func(r dedup.Record) error {
+			// Held past the callback: a Parquet reader's strings alias its
+			// record batch, so what is kept is copied.
+			b := designBatch{row: row, id: strings.Clone(r.ID)}
+			row++
+			for _, f := range r.Fields {
+				for _, code := range codeBlocks(f.Text) {
+					b.designs = append(b.designs, &bhvDesign{field: strings.Clone(f.Name), code: strings.Clone(code), top: topModule(code)})
+				}
+			}
+			chunk, flat = append(chunk, b), append(flat, b.designs...)
+			if len(chunk) >= designChunk {
+				return flush()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return flush()
+	}
+}
+
+// checkDesigns is CheckBehavioural over any design source.
+func checkDesigns(ctx context.Context, bx *BehaviouralIndex, judge engine.Judge, src designSource, cfg BehaviouralConfig, fn func(record int64, m Match) error) (BehaviouralSummary, error) {
 	start := time.Now()
 	s := BehaviouralSummary{Benchmark: bx.Name, Problems: len(bx.Items), SkippedProblems: len(bx.Skipped)}
 	corpusSet, benchSet := map[string]bool{}, map[string]bool{}
 	var mu sync.Mutex
-	var record int64
-	err := src.Scan(ctx, func(r dedup.Record) error {
-		defer func() { record++ }()
+	err := src(ctx, func(batch designBatch) error {
+		record, ds := batch.row, batch.designs
+		r := dedup.Record{ID: batch.id}
 		s.Records++
-		var ds []*bhvDesign
-		for _, f := range r.Fields {
-			for _, code := range codeBlocks(f.Text) {
-				ds = append(ds, &bhvDesign{field: f.Name, code: code, top: topModule(code)})
-			}
-		}
 		s.Designs += int64(len(ds))
-		if err := engine.FanOut(ctx, cfg.Workers, len(ds), func(ctx context.Context, i int) error {
-			d := ds[i]
-			if d.top == "" {
-				d.err = fmt.Errorf("no module declaration")
-				return nil
-			}
-			d.iface, d.err = cfg.Extract(ctx, d.code, d.top)
-			return nil
-		}); err != nil {
-			return err
-		}
 		type pair struct {
 			d     *bhvDesign
 			bench int

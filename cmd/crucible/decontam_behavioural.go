@@ -63,12 +63,20 @@ func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods,
 	if !m.behavioural && !m.auto {
 		return nil, nil
 	}
+	var cix *decontam.DesignIndex
 	if o.CorpusIndex != "" {
-		if !m.auto {
-			return nil, fmt.Errorf("%w: --method behavioural needs the corpus designs (--corpus files); a --corpus-index holds none", errUsage)
+		ix, err := decontam.OpenDesignIndex(o.CorpusIndex)
+		if err != nil {
+			return nil, err
 		}
-		fmt.Fprintln(stderr, "decontam: behavioural matching skipped: a --corpus-index holds no designs to simulate (lexical only)")
-		return nil, nil
+		if why := ix.Unavailable(); why != "" {
+			if !m.auto {
+				return nil, fmt.Errorf("%w: --method behavioural: --corpus-index %s: %s", errUsage, o.CorpusIndex, why)
+			}
+			fmt.Fprintf(stderr, "decontam: behavioural matching NOT available for --corpus-index %s: %s\n", o.CorpusIndex, why)
+			return nil, nil
+		}
+		cix = ix
 	}
 	cfg := decontam.BehaviouralConfig{Workers: o.Workers}
 	specs := make([]decontam.BenchmarkSpec, len(o.Benchmarks))
@@ -115,7 +123,12 @@ func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods,
 	}
 	var sums []decontam.BehaviouralSummary
 	for _, bx := range benches {
-		s, err := decontam.CheckBehavioural(ctx, bx, v, decontam.FileRecords{Paths: o.Corpus, IDField: o.CorpusIDField, Fields: cfields}, cfg, fn)
+		var s decontam.BehaviouralSummary
+		if cix != nil {
+			s, err = decontam.CheckBehaviouralIndex(ctx, bx, v, cix, cfg, fn)
+		} else {
+			s, err = decontam.CheckBehavioural(ctx, bx, v, decontam.FileRecords{Paths: o.Corpus, IDField: o.CorpusIDField, Fields: cfields}, cfg, fn)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -133,4 +146,35 @@ func behaviouralAsSummary(s decontam.BehaviouralSummary, cfg decontam.Config) de
 	return decontam.Summary{Benchmark: s.Benchmark, Direction: "behavioural", Queries: s.Designs, Matches: s.Matches,
 		Contaminated: s.Matches, CorpusItems: s.CorpusItems, BenchmarkItems: s.BenchmarkItems, BenchmarkEntries: s.Problems,
 		Threshold: cfg.Threshold, ReportMin: cfg.ReportMin}
+}
+
+// indexDesignsOption reads `decontam index --method`: whether a corpus
+// index also gets its interface index. auto builds it where Yosys is on
+// PATH and says on stderr when it cannot; behavioural insists (exit 2
+// without Yosys, or for a benchmark index, whose harnesses stay in the
+// benchmark file).
+func indexDesignsOption(ctx context.Context, o DecontamIndexOptions) (decontam.IndexOptions, error) {
+	m, err := parseMethods(o.Methods)
+	if err != nil {
+		return decontam.IndexOptions{}, err
+	}
+	if !m.behavioural && !m.auto {
+		return decontam.IndexOptions{}, nil
+	}
+	if o.Side != decontam.SideCorpus {
+		if m.behavioural {
+			return decontam.IndexOptions{}, fmt.Errorf("%w: --method behavioural is for a corpus index (--side corpus); a benchmark is matched behaviourally from its file, which holds the harnesses", errUsage)
+		}
+		return decontam.IndexOptions{}, nil
+	}
+	if miss := decontam.ToolsMissing(ctx, nil, "yosys"); miss != "" {
+		if m.behavioural {
+			return decontam.IndexOptions{}, fmt.Errorf("%w: --method behavioural cannot build the interface index here: %s", errUsage, miss)
+		}
+		if o.Stderr != nil {
+			fmt.Fprintf(o.Stderr, "decontam: interface index NOT built (%s): the index is lexical only; a benchmark checked against it will not be matched behaviourally\n", miss)
+		}
+		return decontam.IndexOptions{}, nil
+	}
+	return decontam.IndexOptions{Designs: &decontam.BehaviouralConfig{Workers: o.Workers}}, nil
 }

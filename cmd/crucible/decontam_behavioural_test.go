@@ -93,14 +93,30 @@ func TestDecontamCheckBehavioural(t *testing.T) {
 	if _, err := runCLI(t, "decontam", "check", "--corpus", corpus, "--benchmark", bench, "--out", filepath.Join(dir, "bad"), "--method", "lexical,semantic"); exitCode(context.Background(), err) != exitUsage {
 		t.Errorf("--method semantic: %v, want exit 2", err)
 	}
-	// --method behavioural where it cannot run: a corpus index holds no
-	// designs; a benchmark without harnesses has nothing to run.
+	// The reverse direction: a corpus index keeps its designs'
+	// interfaces, so the benchmark checked against it finds the rewrite.
 	idx := filepath.Join(dir, "cidx")
-	if _, err := runCLI(t, "decontam", "index", "--in", corpus, "--side", "corpus", "--out", idx); err != nil {
+	stdout, err = runCLI(t, "decontam", "index", "--in", corpus, "--side", "corpus", "--out", idx)
+	if err != nil || !strings.Contains(stdout, "interface index: 2 designs in 3 rows (0 without") {
+		t.Fatalf("index: %v\n%s", err, stdout)
+	}
+	ci := filepath.Join(dir, "ci")
+	if _, err := runCLI(t, "decontam", "check", "--corpus-index", idx, "--benchmark", bench, "--out", ci, "--method", "behavioural"); exitCode(context.Background(), err) != exitFindings {
+		t.Fatalf("--method behavioural --corpus-index: %v, want exit 6", err)
+	}
+	files, _ = filepath.Glob(filepath.Join(ci, "matches-*.parquet"))
+	if ms, err = engine.ReadAll[decontam.Match](files...); err != nil || len(ms) != 1 || ms[0].CorpusID != "lut" || ms[0].BenchmarkID != "Prob027_fadd" || ms[0].Method != decontam.MethodBehavioural {
+		t.Errorf("reverse matches %+v (%v)", ms, err)
+	}
+	// --method behavioural where it cannot run: a corpus index built
+	// lexical-only holds no designs; a benchmark without harnesses has
+	// nothing to run.
+	lidx := filepath.Join(dir, "cidx-lex")
+	if _, err := runCLI(t, "decontam", "index", "--in", corpus, "--side", "corpus", "--out", lidx, "--method", "lexical"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runCLI(t, "decontam", "check", "--corpus-index", idx, "--benchmark", bench, "--out", filepath.Join(dir, "ci"), "--method", "behavioural"); exitCode(context.Background(), err) != exitUsage {
-		t.Errorf("--method behavioural --corpus-index: %v, want exit 2", err)
+	if _, err := runCLI(t, "decontam", "check", "--corpus-index", lidx, "--benchmark", bench, "--out", filepath.Join(dir, "ci-lex"), "--method", "behavioural"); exitCode(context.Background(), err) != exitUsage || !strings.Contains(err.Error(), "lexical-only") {
+		t.Errorf("--method behavioural --corpus-index (lexical-only index): %v, want exit 2", err)
 	}
 	noharness := filepath.Join(dir, "prompts.jsonl")
 	os.WriteFile(noharness, []byte(`{"id":"p1","prompt":"an adder with a carry in and a carry out, please"}`+"\n"), 0o644)
