@@ -78,6 +78,22 @@ func TestCorpusIndexKeepsInterfaces(t *testing.T) {
 	if len(got) != 1 || got[0] != "inv@1/not/behavioural" || s.Records != 3 || s.Designs != 2 || s.InterfaceErrors != 1 || s.Simulations != 1 {
 		t.Errorf("matches %v, summary %+v", got, s)
 	}
+	// Two benchmarks checked straight from the rows: the corpus
+	// interfaces are read once for both.
+	bx2, _ := decontam.NewBehaviouralIndex(ctx, "other", items, bcfg)
+	before = extracted.Load()
+	sums, err := decontam.CheckBehaviouralAll(ctx, []*decontam.BehaviouralIndex{bx, bx2}, judge, corpus, bcfg, func(b int, row int64, m decontam.Match) error {
+		if row != 1 || m.CorpusID != "inv" {
+			t.Errorf("benchmark %d: match at row %d: %+v", b, row, m)
+		}
+		return nil
+	})
+	if err != nil || len(sums) != 2 || sums[0].Matches != 1 || sums[1].Matches != 1 || sums[1].Records != 3 || sums[1].InterfaceErrors != 1 {
+		t.Fatalf("two benchmarks: %v %+v", err, sums)
+	}
+	if n := extracted.Load() - before; n != 2 {
+		t.Errorf("two benchmarks read %d corpus interfaces, want 2 (once per design)", n)
+	}
 	// The full index (lexical) still opens alongside.
 	if full, err := decontam.Open(dir); err != nil {
 		t.Fatal(err)

@@ -2,11 +2,14 @@ package decontam
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
 )
 
@@ -86,4 +89,49 @@ func ToolsMissing(ctx context.Context, judge engine.Judge, tools ...string) stri
 		}
 	}
 	return strings.Join(miss, "; ")
+}
+
+// CheckBehaviouralAll is CheckBehavioural of src against every benchmark
+// in bxs, reading the corpus designs' interfaces once: with more than one
+// benchmark they go to a temporary interface index (designs.jsonl, as a
+// corpus index keeps it) that every benchmark's pass reads, so Yosys runs
+// once per corpus design, not once per design and benchmark. fn gets the
+// benchmark's place in bxs with each match.
+func CheckBehaviouralAll(ctx context.Context, bxs []*BehaviouralIndex, judge engine.Judge, src Source, cfg BehaviouralConfig, fn func(bench int, record int64, m Match) error) ([]BehaviouralSummary, error) {
+	cfg.defaults()
+	sums := make([]BehaviouralSummary, 0, len(bxs))
+	if len(bxs) == 1 {
+		s, err := checkDesigns(ctx, bxs[0], judge, recordDesigns(src, cfg), cfg, func(r int64, m Match) error { return fn(0, r, m) })
+		return append(sums, s), err
+	}
+	start := time.Now()
+	dir, err := os.MkdirTemp("", "crucible-designs-*")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	defer os.RemoveAll(dir)
+	dx := &DesignIndex{Dir: dir, Meta: IndexMeta{Version: indexVersion, Side: SideCorpus}}
+	dw, err := newDesignWriter(dir, cfg, &dx.Meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := src.Scan(ctx, func(r dedup.Record) error { return dw.add(ctx, r) }); err != nil {
+		dw.f.Close()
+		return nil, err
+	}
+	if err := dw.close(ctx); err != nil {
+		return nil, err
+	}
+	read := time.Since(start)
+	for i, bx := range bxs {
+		s, err := CheckBehaviouralIndex(ctx, bx, judge, dx, cfg, func(r int64, m Match) error { return fn(i, r, m) })
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			s.Wall += read // reading the corpus interfaces, once for all
+		}
+		sums = append(sums, s)
+	}
+	return sums, nil
 }

@@ -120,23 +120,28 @@ func runBehaviouralPass(ctx context.Context, sc *engine.StageContext, cfg StageC
 	if err != nil {
 		return err
 	}
-	ran := 0
+	var bxs []*BehaviouralIndex
 	for _, b := range benches {
 		if b.Index == nil {
 			log.Info("decontam: benchmark not matched behaviourally", "benchmark", b.Spec.Path, "why", b.NotRun)
 			continue
 		}
-		ran++
 		for _, sk := range b.Index.Skipped {
 			log.Warn("decontam: benchmark problem not matched behaviourally (interface unreadable)", "problem", sk)
 		}
-		s, err := CheckBehavioural(ctx, b.Index, judge, src, bcfg, func(_ int64, m Match) error {
-			v.add(m)
-			return matches.Write(m)
-		})
-		if err != nil {
-			return err
-		}
+		bxs = append(bxs, b.Index)
+	}
+	if len(bxs) == 0 {
+		return fmt.Errorf("%w: stage %s: methods: behavioural, but no benchmark carries executable RTL problems (a benchmark file with harness and reference rows)", ErrConfig, sc.Name)
+	}
+	sums, err := CheckBehaviouralAll(ctx, bxs, judge, src, bcfg, func(_ int, _ int64, m Match) error {
+		v.add(m)
+		return matches.Write(m)
+	})
+	if err != nil {
+		return err
+	}
+	for _, s := range sums {
 		for k, n := range s.Counts(false) {
 			sc.Count("behavioural."+k, n)
 		}
@@ -148,9 +153,6 @@ func runBehaviouralPass(ctx context.Context, sc *engine.StageContext, cfg StageC
 		for _, u := range s.UnjudgedSample {
 			log.Warn("decontam: unjudged behavioural simulation", "what", u)
 		}
-	}
-	if ran == 0 {
-		return fmt.Errorf("%w: stage %s: methods: behavioural, but no benchmark carries executable RTL problems (a benchmark file with harness and reference rows)", ErrConfig, sc.Name)
 	}
 	return nil
 }

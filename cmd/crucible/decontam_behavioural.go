@@ -122,20 +122,24 @@ func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods,
 		cfields = defaultCorpusFields
 	}
 	var sums []decontam.BehaviouralSummary
-	for _, bx := range benches {
-		var s decontam.BehaviouralSummary
-		if cix != nil {
-			s, err = decontam.CheckBehaviouralIndex(ctx, bx, v, cix, cfg, fn)
-		} else {
-			s, err = decontam.CheckBehavioural(ctx, bx, v, decontam.FileRecords{Paths: o.Corpus, IDField: o.CorpusIDField, Fields: cfields}, cfg, fn)
+	if cix != nil {
+		for _, bx := range benches {
+			s, err := decontam.CheckBehaviouralIndex(ctx, bx, v, cix, cfg, fn)
+			if err != nil {
+				return nil, err
+			}
+			sums = append(sums, s)
 		}
-		if err != nil {
+	} else {
+		corpus := decontam.FileRecords{Paths: o.Corpus, IDField: o.CorpusIDField, Fields: cfields}
+		if sums, err = decontam.CheckBehaviouralAll(ctx, benches, v, corpus, cfg, func(_ int, row int64, m decontam.Match) error { return fn(row, m) }); err != nil {
 			return nil, err
 		}
+	}
+	for _, bx := range benches {
 		for _, sk := range bx.Skipped {
 			fmt.Fprintf(stderr, "decontam: benchmark problem not matched behaviourally (interface unreadable): %s\n", sk)
 		}
-		sums = append(sums, s)
 	}
 	return sums, nil
 }
