@@ -3,6 +3,7 @@ package decontam
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -82,7 +83,11 @@ func LoadBenchItems(ctx context.Context, path string) ([]BenchItem, error) {
 	return nil, nil
 }
 
-// Extractor reads a design's interface (rtl.ExtractInterface: Yosys).
+// Extractor reads a design's interface (rtl.ExtractInterface: Yosys). A
+// design it cannot read is an rtl.ErrParse error (the design's fault: not
+// matched, counted in InterfaceErrors); any other error is the tool's
+// (counted in InterfaceUnjudged and reported through Unjudged: the row is
+// not known clean).
 type Extractor func(ctx context.Context, src, top string) (engine.Interface, error)
 
 // BehaviouralConfig configures a behavioural check.
@@ -149,24 +154,28 @@ func NewBehaviouralIndex(ctx context.Context, name string, items []BenchItem, cf
 // PairsCompatible (pairs of one shape key), never with Designs × Problems.
 type BehaviouralSummary struct {
 	Benchmark       string
-	Records         int64    // corpus rows read
-	Designs         int64    // Verilog code blocks found in them
-	InterfaceErrors int64    // designs whose interface Yosys could not read (not matched)
-	InterfaceSample []string // the first 10 of them: "corpus id/field: why"
-	Problems        int      // benchmark problems indexed (with a readable interface)
-	SkippedProblems int      // benchmark problems without one
-	PairsConsidered int64    // Designs (with an interface) × Problems
-	PairsPruned     int64    // of them, different shape keys: no simulation
-	PairsCompatible int64    // same shape key
-	PairsCapped     int64    // compatible pairs with more mappings than MaxMappings (first ones tried)
-	Simulations     int64    // candidate judgements run (wrapper × mapping)
-	Matches         int64    // (corpus row, benchmark problem) pairs that passed
-	Unjudged        int64    // simulations the verifier could not judge (never contamination)
-	UnjudgedSample  []string
-	CorpusItems     int // distinct contaminated corpus ids
-	BenchmarkItems  int // distinct benchmark problems hit
-	Wall            time.Duration
-	Top             []Match
+	Records         int64 // corpus rows read
+	Designs         int64 // Verilog code blocks found in them
+	InterfaceErrors int64 // designs whose interface Yosys could not read (not matched)
+	// InterfaceUnjudged: designs whose interface read failed for the
+	// tool's reasons, not the design's (isolation unavailable, exec
+	// failure): never matched, never clean; reported through Unjudged.
+	InterfaceUnjudged int64
+	InterfaceSample   []string // the first 10 of them: "corpus id/field: why"
+	Problems          int      // benchmark problems indexed (with a readable interface)
+	SkippedProblems   int      // benchmark problems without one
+	PairsConsidered   int64    // Designs (with an interface) × Problems
+	PairsPruned       int64    // of them, different shape keys: no simulation
+	PairsCompatible   int64    // same shape key
+	PairsCapped       int64    // compatible pairs with more mappings than MaxMappings (first ones tried)
+	Simulations       int64    // candidate judgements run (wrapper × mapping)
+	Matches           int64    // (corpus row, benchmark problem) pairs that passed
+	Unjudged          int64    // simulations the verifier could not judge (never contamination)
+	UnjudgedSample    []string
+	CorpusItems       int // distinct contaminated corpus ids
+	BenchmarkItems    int // distinct benchmark problems hit
+	Wall              time.Duration
+	Top               []Match
 }
 
 // String renders the summary.
@@ -174,7 +183,7 @@ func (s BehaviouralSummary) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "decontam %s (behavioural): %d designs in %d rows, %d problems (%d without a readable interface); %d pairs, %d pruned by interface shape, %d compatible (%d over the port-mapping cap); %d simulations in %s; %d contaminated, %d unjudged simulations, %d designs with no readable interface\n",
 		s.Benchmark, s.Designs, s.Records, s.Problems, s.SkippedProblems, s.PairsConsidered, s.PairsPruned, s.PairsCompatible, s.PairsCapped,
-		s.Simulations, s.Wall.Round(time.Millisecond), s.Matches, s.Unjudged, s.InterfaceErrors)
+		s.Simulations, s.Wall.Round(time.Millisecond), s.Matches, s.Unjudged+s.InterfaceUnjudged, s.InterfaceErrors)
 	fmt.Fprintf(&b, "  contaminated corpus items: %d; benchmark items hit: %d\n", s.CorpusItems, s.BenchmarkItems)
 	for _, m := range s.Top {
 		fmt.Fprintf(&b, "  %-30s ← %-30s behavioural (ports %s)\n", m.BenchmarkID, m.CorpusID, m.PortMapping)
@@ -204,6 +213,7 @@ type bhvDesign struct {
 	field, code, top string
 	iface            engine.Interface
 	err              error
+	infra            bool // err is the tool's fault, not the design's
 }
 
 // CheckBehavioural runs every corpus design against the benchmark problems
@@ -248,7 +258,8 @@ func recordDesigns(src Source, cfg BehaviouralConfig) designSource {
 					return nil
 				}
 				d.iface, d.err = cfg.Extract(ctx, d.code, d.top)
-				return nil
+				d.infra = d.err != nil && !errors.Is(d.err, rtl.ErrParse)
+				return ctx.Err()
 			})
 			for _, b := range chunk {
 				if err == nil {
@@ -298,6 +309,18 @@ func checkDesigns(ctx context.Context, bx *BehaviouralIndex, judge engine.Judge,
 		}
 		var pairs []pair
 		for _, d := range ds {
+			if d.err != nil && d.infra {
+				s.InterfaceUnjudged++
+				if len(s.UnjudgedSample) < 10 {
+					s.UnjudgedSample = append(s.UnjudgedSample, fmt.Sprintf("corpus %s/%s (row %d): interface: %v", r.ID, d.field, record+1, d.err))
+				}
+				if cfg.Unjudged != nil {
+					mu.Lock()
+					cfg.Unjudged(record, r.ID, "", "interface: "+d.err.Error())
+					mu.Unlock()
+				}
+				continue
+			}
 			if d.err != nil {
 				s.InterfaceErrors++
 				if len(s.InterfaceSample) < 10 {

@@ -34,6 +34,7 @@ type designRow struct {
 	Code  string            `json:"code"`
 	Iface *engine.Interface `json:"interface,omitempty"`
 	Err   string            `json:"error,omitempty"` // why the interface could not be read
+	Infra bool              `json:"infra,omitempty"` // Err was the tool's fault: the design is unjudged, not unreadable
 }
 
 // IndexOptions are the optional parts of an index build.
@@ -85,7 +86,7 @@ func (dw *designWriter) flush(ctx context.Context) error {
 		for _, d := range b.designs {
 			row := designRow{Row: base + b.row, ID: b.id, Field: d.field, Top: d.top, Code: d.code}
 			if d.err != nil {
-				row.Err = d.err.Error()
+				row.Err, row.Infra = d.err.Error(), d.infra
 				dw.meta.DesignErrors++
 			} else {
 				iface := d.iface
@@ -200,7 +201,7 @@ func (ix *DesignIndex) designSource() designSource {
 			d := &bhvDesign{field: r.Field, code: r.Code, top: r.Top}
 			switch {
 			case r.Err != "":
-				d.err = errors.New(r.Err)
+				d.err, d.infra = errors.New(r.Err), r.Infra
 			case r.Iface == nil:
 				return fmt.Errorf("%w: %s:%d: a design with neither interface nor error", ErrInput, p, line)
 			default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/crucible-data/crucible/decontam"
 	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/rtl"
 )
 
 // TestCorpusIndexKeepsInterfaces: a corpus index built with its interface
@@ -27,7 +29,7 @@ func TestCorpusIndexKeepsInterfaces(t *testing.T) {
 	extract := func(_ context.Context, src, top string) (engine.Interface, error) {
 		extracted.Add(1)
 		if strings.Contains(src, "broken") {
-			return engine.Interface{}, errors.New("syntax error")
+			return engine.Interface{}, fmt.Errorf("%w: syntax error", rtl.ErrParse)
 		}
 		return engine.Interface{Top: top, Ports: ports}, nil
 	}

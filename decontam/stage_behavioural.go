@@ -167,6 +167,7 @@ type BehaviouralStats struct {
 	Benchmark          string `arrow:"benchmark" json:"benchmark"`
 	Designs            int64  `arrow:"designs" json:"designs"`
 	InterfaceErrors    int64  `arrow:"interface_errors" json:"interface_errors"`
+	InterfaceUnjudged  int64  `arrow:"interface_unjudged" json:"interface_unjudged"`
 	Problems           int64  `arrow:"problems" json:"problems"`
 	ProblemsUnreadable int64  `arrow:"problems_unreadable" json:"problems_unreadable"`
 	PairsConsidered    int64  `arrow:"pairs_considered" json:"pairs_considered"`
@@ -185,7 +186,7 @@ func (r BehaviouralStats) WithoutTimings() BehaviouralStats { r.WallMS = 0; retu
 
 // Stats is the summary as a BehaviouralStats row.
 func (s BehaviouralSummary) Stats() BehaviouralStats {
-	return BehaviouralStats{Benchmark: s.Benchmark, Designs: s.Designs, InterfaceErrors: s.InterfaceErrors, Problems: int64(s.Problems),
+	return BehaviouralStats{Benchmark: s.Benchmark, Designs: s.Designs, InterfaceErrors: s.InterfaceErrors, InterfaceUnjudged: s.InterfaceUnjudged, Problems: int64(s.Problems),
 		ProblemsUnreadable: int64(s.SkippedProblems), PairsConsidered: s.PairsConsidered, PairsPruned: s.PairsPruned,
 		PairsCompatible: s.PairsCompatible, PairsCapped: s.PairsCapped, Simulations: s.Simulations, Matches: s.Matches,
 		Unjudged: s.Unjudged, WallMS: s.Wall.Milliseconds()}
@@ -199,7 +200,7 @@ func (s BehaviouralSummary) Counts(withWall bool) map[string]int64 {
 	st := s.Stats()
 	c := map[string]int64{"matches": st.Matches, "designs": st.Designs, "interface_errors": st.InterfaceErrors,
 		"pairs_considered": st.PairsConsidered, "pairs_pruned": st.PairsPruned, "pairs_compatible": st.PairsCompatible,
-		"pairs_capped": st.PairsCapped, "simulations": st.Simulations, "unjudged": st.Unjudged,
+		"pairs_capped": st.PairsCapped, "simulations": st.Simulations, "unjudged": st.Unjudged, "interface_unjudged": st.InterfaceUnjudged,
 		"problems_unreadable": st.ProblemsUnreadable}
 	if withWall {
 		c["wall_ms"] = st.WallMS

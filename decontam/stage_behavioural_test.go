@@ -3,6 +3,7 @@ package decontam_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,11 +105,15 @@ func TestStageBehaviouralRejectsRewrite(t *testing.T) {
 }
 
 // fakeBehavioural is an interface reader and judge that need no tools:
-// every design has ports (a, out); a candidate passes when its code holds
-// "~a", is unjudged when it holds "crash".
+// every design has ports (a, out), unless it holds "yosys-down" (the
+// reader fails for its own reasons); a candidate passes when its code
+// holds "~a", is unjudged when it holds "crash".
 func fakeBehavioural() []decontam.StageOption {
 	ports := []engine.Port{{Name: "a", Direction: "input", Width: 1}, {Name: "out", Direction: "output", Width: 1}}
-	extract := func(_ context.Context, _, top string) (engine.Interface, error) {
+	extract := func(_ context.Context, src, top string) (engine.Interface, error) {
+		if strings.Contains(src, "yosys-down") {
+			return engine.Interface{}, errors.New("exec: yosys: signal: killed")
+		}
 		return engine.Interface{Top: top, Ports: ports}, nil
 	}
 	judge := engine.JudgeFunc(engine.DomainRTL, func(_ context.Context, it engine.Item, c engine.Candidate) (engine.Evidence, error) {
@@ -135,6 +140,7 @@ func TestStageBehaviouralUnjudged(t *testing.T) {
 		{ItemID: "inv", Reference: "module n(input a, output out); assign out = ~a; endmodule"},
 		{ItemID: "crash", Reference: "module c(input a, output out); /* crash */ assign out = a; endmodule"},
 		{ItemID: "buf", Reference: "module b(input a, output out); assign out = a; endmodule"},
+		{ItemID: "noiface", Reference: "module y(input a, output out); /* yosys-down */ assign out = a; endmodule"},
 	}
 	for _, rule := range []string{"", "keep"} {
 		dir := filepath.Join(root, "rule-"+rule)
@@ -149,18 +155,19 @@ func TestStageBehaviouralUnjudged(t *testing.T) {
 		got := map[string]string{}
 		for _, r := range readKind[engine.Rejection](t, work, "decontam", "rejections") {
 			got[r.ItemID] = r.Reason
-			if r.Reason == "unjudged" && !strings.Contains(r.Detail, "simulator died") {
+			if r.Reason == "unjudged" && !strings.Contains(r.Detail, map[string]string{"crash": "simulator died", "noiface": "interface: exec: yosys"}[r.ItemID]) {
 				t.Errorf("unjudged detail %s", r.Detail)
 			}
 		}
-		want := map[string]string{"inv": "contaminated", "crash": "unjudged"}
+		want := map[string]string{"inv": "contaminated", "crash": "unjudged", "noiface": "unjudged"}
 		if rule == "keep" {
 			delete(want, "crash")
+			delete(want, "noiface")
 		}
-		if len(got) != len(want) || got["inv"] != want["inv"] || got["crash"] != want["crash"] {
+		if len(got) != len(want) || got["inv"] != want["inv"] || got["crash"] != want["crash"] || got["noiface"] != want["noiface"] {
 			t.Errorf("on_unjudged %q: rejections %v, want %v", rule, got, want)
 		}
-		if c := stageCounts(t, work); c["behavioural.unjudged_items"] != 1 || c["behavioural.unjudged"] != 1 {
+		if c := stageCounts(t, work); c["behavioural.unjudged_items"] != 2 || c["behavioural.unjudged"] != 1 || c["behavioural.interface_unjudged"] != 1 || c["behavioural.interface_errors"] != 0 {
 			t.Errorf("on_unjudged %q: counts %v", rule, c)
 		}
 	}
