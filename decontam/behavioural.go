@@ -42,6 +42,15 @@ type BehaviouralIndex struct {
 	Ifaces  []engine.Interface
 	Skipped []string         // "id: why" for problems whose interface Yosys could not read
 	byKey   map[string][]int // ShapeKey → Items
+	wrap    candidateFunc    // nil: RTL (rtlCandidate)
+	sigs    kernelSignatures // kernel problems: their argument signatures (behavioural_kernel.go)
+}
+
+func (bx *BehaviouralIndex) candidate() candidateFunc {
+	if bx.wrap == nil {
+		return rtlCandidate
+	}
+	return bx.wrap
 }
 
 // Executable reports whether an item carries a harness the RTL verifier can run.
@@ -49,7 +58,8 @@ func Executable(it engine.Item) bool {
 	return it.Domain == engine.DomainRTL && strings.TrimSpace(it.Verifier.Harness) != "" && strings.TrimSpace(it.Reference) != ""
 }
 
-// LoadBenchItems reads a benchmark file's executable RTL problems: rows in
+// LoadBenchItems reads a benchmark file's executable problems (RTL, and
+// CPU kernel tasks: ExecutableKernel): rows in
 // the VerilogEval shape (id, prompt, ref, test; the ingest preset
 // verilog-eval, ids as the id column gives them) or, when the file has none,
 // rows of the item contract (ingest preset items, ids item_id). Rows that
@@ -59,7 +69,7 @@ func LoadBenchItems(ctx context.Context, path string) ([]BenchItem, error) {
 		var out []BenchItem
 		g, err := ingest.New(preset, ingest.Sink{
 			Item: func(it engine.Item) error {
-				if Executable(it) {
+				if Executable(it) || ExecutableKernel(it) {
 					id := it.ItemID
 					if preset == ingest.PresetVerilogEval {
 						id = strings.TrimPrefix(id, it.Family+"/")
@@ -181,7 +191,7 @@ type BehaviouralSummary struct {
 // String renders the summary.
 func (s BehaviouralSummary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "decontam %s (behavioural): %d designs in %d rows, %d problems (%d without a readable interface); %d pairs, %d pruned by interface shape, %d compatible (%d over the port-mapping cap); %d simulations in %s; %d contaminated, %d unjudged simulations, %d designs with no readable interface\n",
+	fmt.Fprintf(&b, "decontam %s (behavioural): %d designs in %d rows, %d problems (%d without a readable interface); %d pairs, %d pruned by interface shape, %d compatible (%d over the port-mapping cap); %d simulations in %s; %d contaminated, %d unjudged (simulations, or interface reads the tool failed), %d designs with no readable interface\n",
 		s.Benchmark, s.Designs, s.Records, s.Problems, s.SkippedProblems, s.PairsConsidered, s.PairsPruned, s.PairsCompatible, s.PairsCapped,
 		s.Simulations, s.Wall.Round(time.Millisecond), s.Matches, s.Unjudged+s.InterfaceUnjudged, s.InterfaceErrors)
 	fmt.Fprintf(&b, "  contaminated corpus items: %d; benchmark items hit: %d\n", s.CorpusItems, s.BenchmarkItems)
@@ -339,7 +349,7 @@ func checkDesigns(ctx context.Context, bx *BehaviouralIndex, judge engine.Judge,
 		found := make([]*Match, len(pairs))
 		if err := engine.FanOut(ctx, cfg.Workers, len(pairs), func(ctx context.Context, i int) error {
 			p := pairs[i]
-			m, sims, capped, unjudged, err := runPair(ctx, judge, bx.Items[p.bench], bx.Ifaces[p.bench], p.d, cfg.MaxMappings)
+			m, sims, capped, unjudged, err := runPair(ctx, judge, bx.candidate(), bx.Items[p.bench], bx.Ifaces[p.bench], p.d, cfg.MaxMappings)
 			mu.Lock()
 			defer mu.Unlock()
 			s.Simulations += int64(sims)
@@ -384,20 +394,36 @@ func checkDesigns(ctx context.Context, bx *BehaviouralIndex, judge engine.Judge,
 	return s, err
 }
 
-// runPair tries the pair's mappings until one passes the problem's harness.
-func runPair(ctx context.Context, judge engine.Judge, bi BenchItem, biface engine.Interface, d *bhvDesign, limit int) (*Match, int, bool, []string, error) {
-	maps, total := PortMappings(biface, d.iface, limit)
+// candidateFunc builds, for one benchmark problem and one corpus design,
+// the candidate source of each port mapping: the design under another
+// name and a wrapper with the problem's entry point. An error means the
+// design cannot be wrapped (the pair is unjudged).
+type candidateFunc func(bi BenchItem, biface engine.Interface, d *bhvDesign) (func(PortMapping) string, error)
+
+// rtlCandidate renames the design's top module to behaviouralDUT and wraps
+// it in a module with the problem's top name and ports.
+func rtlCandidate(bi BenchItem, biface engine.Interface, d *bhvDesign) (func(PortMapping) string, error) {
 	inner, err := rtl.RenameModule(d.code, d.top, behaviouralDUT)
 	if err != nil {
-		return nil, 0, false, []string{fmt.Sprintf("bhvDesign top %s: %v", d.top, err)}, nil
+		return nil, err
 	}
 	top := bi.Item.Interface.Top
 	if top == "" {
 		top = rtl.DefaultDUTName
 	}
+	return func(pm PortMapping) string { return inner + wrapperModule(top, biface, pm) }, nil
+}
+
+// runPair tries the pair's mappings until one passes the problem's harness.
+func runPair(ctx context.Context, judge engine.Judge, wrap candidateFunc, bi BenchItem, biface engine.Interface, d *bhvDesign, limit int) (*Match, int, bool, []string, error) {
+	maps, total := PortMappings(biface, d.iface, limit)
+	candidate, err := wrap(bi, biface, d)
+	if err != nil {
+		return nil, 0, false, []string{fmt.Sprintf("design top %s: %v", d.top, err)}, nil
+	}
 	var unjudged []string
 	for i, pm := range maps {
-		code := inner + wrapperModule(top, biface, pm)
+		code := candidate(pm)
 		ev, err := judge.Judge(ctx, bi.Item, engine.Candidate{ItemID: bi.Item.ItemID, CandidateID: "decontam-behavioural", Code: code})
 		if err != nil {
 			return nil, i + 1, total > limit, unjudged, err

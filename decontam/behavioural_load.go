@@ -21,15 +21,16 @@ import (
 // BehaviouralBenchmark is one benchmark's behavioural side: its index of
 // executable problems, or NotRun saying why it has none.
 type BehaviouralBenchmark struct {
-	Spec   BenchmarkSpec
-	Index  *BehaviouralIndex // nil when NotRun is set
-	NotRun string
+	Spec    BenchmarkSpec
+	Index   *BehaviouralIndex // its RTL problems (nil: none)
+	Kernels *BehaviouralIndex // its CPU kernel problems (nil: none; the stage matches them, against items stating their arguments)
+	NotRun  string            // set when it has neither
 }
 
 // Why a benchmark has no behavioural side (BehaviouralBenchmark.NotRun).
 const (
 	NotRunIndexDir  = "an index directory holds no harnesses (give the benchmark file)"
-	NotRunNoHarness = "no executable RTL problems (harness and reference)"
+	NotRunNoHarness = "no executable problems (RTL harness and reference, or a CPU kernel task with its arguments)"
 )
 
 // DisplayName is the benchmark's name in summaries and match rows: Name,
@@ -63,8 +64,14 @@ func OpenBehaviouralBenchmarks(ctx context.Context, specs []BenchmarkSpec, cfg B
 			out = append(out, bb)
 			continue
 		}
-		if bb.Index, err = NewBehaviouralIndex(ctx, spec.DisplayName(), items, cfg); err != nil {
-			return nil, err
+		rtlItems, kernelItems := splitKernelItems(items)
+		if len(rtlItems) > 0 {
+			if bb.Index, err = NewBehaviouralIndex(ctx, spec.DisplayName(), rtlItems, cfg); err != nil {
+				return nil, err
+			}
+		}
+		if len(kernelItems) > 0 {
+			bb.Kernels = newKernelIndex(spec.DisplayName(), kernelItems)
 		}
 		out = append(out, bb)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/kernels"
 	"github.com/crucible-data/crucible/rtl"
 )
 
@@ -42,8 +43,12 @@ type StageConfig struct {
 	Methods []string `yaml:"methods"`
 	// RTL is the verifier behavioural matching judges with: the verify_rtl
 	// stage's block (simulator, limits, retries, strength audit, cache).
-	RTL         rtl.StageConfig `yaml:"rtl"`
-	MaxMappings int             `yaml:"max_mappings"` // port mappings tried per pair (DefaultMaxMappings)
+	RTL rtl.StageConfig `yaml:"rtl"`
+	// Kernel is the verifier kernel problems (CPU kernel tasks in a
+	// benchmark of items) are judged with: the verify_kernel stage's block.
+	// It is built only when a benchmark has kernel problems.
+	Kernel      kernels.StageConfig `yaml:"kernel"`
+	MaxMappings int                 `yaml:"max_mappings"` // port mappings tried per pair (DefaultMaxMappings)
 	// OnUnjudged rules on an item some of whose behavioural simulations
 	// could not be judged (simulator crash, timeout) and none passed:
 	// reject (default: reason unjudged; the item is not known clean) or
@@ -66,7 +71,7 @@ const (
 // DefaultStageConfig returns the stage defaults (benchmarks must be set).
 func DefaultStageConfig() StageConfig {
 	return StageConfig{Config: DefaultConfig(), Fields: []string{"instruction", "reference"}, Workers: runtime.GOMAXPROCS(0),
-		Methods: []string{MethodLexical}, RTL: rtl.DefaultStageConfig(), MaxMappings: DefaultMaxMappings, OnUnjudged: UnjudgedReject}
+		Methods: []string{MethodLexical}, RTL: rtl.DefaultStageConfig(), Kernel: kernels.DefaultStageConfig(), MaxMappings: DefaultMaxMappings, OnUnjudged: UnjudgedReject}
 }
 
 // has reports whether the stage runs method.
@@ -216,21 +221,24 @@ func RegisterStages(reg *engine.Registry, opts ...StageOption) {
 			if err := cfg.Validate(); err != nil {
 				return nil, err
 			}
-			var vcfg rtl.Config
-			if cfg.has(MethodBehavioural) && deps.judge == nil {
+			var vc verifierConfigs
+			if cfg.has(MethodBehavioural) {
 				var err error
-				if vcfg, err = cfg.RTL.VerifierConfig(scfg.Path); err != nil {
+				if vc.rtl, err = cfg.RTL.VerifierConfig(scfg.Path); err != nil && deps.judge == nil {
 					return nil, fmt.Errorf("%w: stage %s: rtl: %w", ErrConfig, scfg.Name, err)
+				}
+				if vc.kernel, err = cfg.Kernel.VerifierConfig(); err != nil && deps.kernelJudge == nil {
+					return nil, fmt.Errorf("%w: stage %s: kernel: %w", ErrConfig, scfg.Name, err)
 				}
 			}
 			cache := &behaviouralCache{}
 			return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
-				return runStage(ctx, sc, cfg, vcfg, deps, cache)
+				return runStage(ctx, sc, cfg, vc, deps, cache)
 			}), nil
 		}, Doc: "removes items that overlap benchmark items (methods: lexical: 13-gram lexical/structural overlap, MinHash; behavioural: the item's design passes a benchmark problem's own harness); rejection reason contaminated with the method and benchmark id"})
 }
 
-func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig, vcfg rtl.Config, deps stageDeps, cache *behaviouralCache) error {
+func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig, vc verifierConfigs, deps stageDeps, cache *behaviouralCache) error {
 	src := itemRecords{paths: sc.InputPaths("items"), fields: cfg.Fields}
 	matches, err := engine.StageWriter[Match](sc, "decontam_matches")
 	if err != nil {
@@ -243,7 +251,7 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig, vcf
 		}
 	}
 	if cfg.has(MethodBehavioural) {
-		if err := runBehaviouralPass(ctx, sc, cfg, vcfg, deps, cache, src, matches, v); err != nil {
+		if err := runBehaviouralPass(ctx, sc, cfg, vc, deps, cache, src, matches, v); err != nil {
 			return err
 		}
 	}

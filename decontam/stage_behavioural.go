@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/kernels"
 	"github.com/crucible-data/crucible/rtl"
 )
 
@@ -21,14 +23,19 @@ import (
 type StageOption func(*stageDeps)
 
 type stageDeps struct {
-	judge   engine.Judge
-	extract Extractor
+	judge       engine.Judge
+	kernelJudge engine.Judge
+	extract     Extractor
 }
 
 // WithJudge makes behavioural matching judge with j instead of an RTL
 // verifier built from the stage's rtl block: a caller that shares one
 // verifier pool between stages, or a test.
 func WithJudge(j engine.Judge) StageOption { return func(d *stageDeps) { d.judge = j } }
+
+// WithKernelJudge makes kernel problems judged with j instead of a kernel
+// verifier built from the stage's kernel block.
+func WithKernelJudge(j engine.Judge) StageOption { return func(d *stageDeps) { d.kernelJudge = j } }
 
 // WithExtractor replaces the interface reader (default Yosys,
 // rtl.ExtractInterface); without Yosys on PATH a stage asking for
@@ -79,30 +86,22 @@ func (c *behaviouralCache) get(ctx context.Context, specs []BenchmarkSpec, cfg B
 	return b, err
 }
 
+// verifierConfigs are the verifiers a behavioural stage may build.
+type verifierConfigs struct {
+	rtl    rtl.Config
+	kernel kernels.Config
+}
+
 // runBehaviouralPass runs the behavioural pass over one part's items,
-// writing each match and recording it (and every unjudged pair) in v.
-func runBehaviouralPass(ctx context.Context, sc *engine.StageContext, cfg StageConfig, vcfg rtl.Config, deps stageDeps, cache *behaviouralCache,
+// writing each match and recording it (and every unjudged pair) in v. The
+// RTL verifier is built (and Icarus and Yosys required) only when a
+// benchmark has RTL problems, the kernel verifier only when one has kernel
+// problems and the part has kernel items.
+func runBehaviouralPass(ctx context.Context, sc *engine.StageContext, cfg StageConfig, vc verifierConfigs, deps stageDeps, cache *behaviouralCache,
 	src itemRecords, matches *engine.ShardWriter[Match], v *verdicts) error {
 	log := sc.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
-	}
-	judge := deps.judge
-	if judge == nil {
-		vcfg.Logger = log
-		rv, err := rtl.NewVerifier(vcfg)
-		if err != nil {
-			return fmt.Errorf("stage %s: %w", sc.Name, err)
-		}
-		defer rv.Close()
-		judge = rv
-	}
-	var tools []string
-	if deps.extract == nil {
-		tools = []string{"yosys"}
-	}
-	if miss := ToolsMissing(ctx, judge, tools...); miss != "" {
-		return fmt.Errorf("%w: stage %s: methods: behavioural cannot run here: %s", ErrConfig, sc.Name, miss)
 	}
 	bcfg := BehaviouralConfig{MaxMappings: cfg.MaxMappings, Workers: cfg.Workers, Extract: deps.extract,
 		Unjudged: func(_ int64, corpusID, benchID, why string) {
@@ -112,49 +111,116 @@ func runBehaviouralPass(ctx context.Context, sc *engine.StageContext, cfg StageC
 				v.unjudged[corpusID] = benchID + ": " + why
 			}
 		}}
+	bcfg.defaults()
 	benches, err := cache.get(ctx, cfg.Benchmarks, bcfg)
 	if err != nil {
 		return err
+	}
+	var rtlIx, kernelIx []*BehaviouralIndex
+	for _, b := range benches {
+		if b.NotRun != "" {
+			log.Info("decontam: benchmark not matched behaviourally", "benchmark", b.Spec.Path, "why", b.NotRun)
+		}
+		if b.Index != nil {
+			for _, sk := range b.Index.Skipped {
+				log.Warn("decontam: benchmark problem not matched behaviourally (interface unreadable)", "problem", sk)
+			}
+			rtlIx = append(rtlIx, b.Index)
+		}
+		if b.Kernels != nil {
+			kernelIx = append(kernelIx, b.Kernels)
+		}
+	}
+	if len(rtlIx)+len(kernelIx) == 0 {
+		return fmt.Errorf("%w: stage %s: methods: behavioural, but no benchmark carries executable problems (a benchmark file with RTL harness and reference rows, or CPU kernel tasks)", ErrConfig, sc.Name)
 	}
 	stats, err := engine.StageWriter[BehaviouralStats](sc, KindBehavioural)
 	if err != nil {
 		return err
 	}
-	var bxs []*BehaviouralIndex
-	for _, b := range benches {
-		if b.Index == nil {
-			log.Info("decontam: benchmark not matched behaviourally", "benchmark", b.Spec.Path, "why", b.NotRun)
-			continue
-		}
-		for _, sk := range b.Index.Skipped {
-			log.Warn("decontam: benchmark problem not matched behaviourally (interface unreadable)", "problem", sk)
-		}
-		bxs = append(bxs, b.Index)
-	}
-	if len(bxs) == 0 {
-		return fmt.Errorf("%w: stage %s: methods: behavioural, but no benchmark carries executable RTL problems (a benchmark file with harness and reference rows)", ErrConfig, sc.Name)
-	}
-	sums, err := CheckBehaviouralAll(ctx, bxs, judge, src, bcfg, func(_ int, _ int64, m Match) error {
-		v.add(m)
-		return matches.Write(m)
-	})
-	if err != nil {
-		return err
-	}
-	for _, s := range sums {
+	report := func(s BehaviouralSummary) error {
 		for k, n := range s.Counts(false) {
 			sc.Count("behavioural."+k, n)
-		}
-		if err := stats.Write(s.Stats()); err != nil {
-			return err
 		}
 		log.Info("decontam behavioural", "benchmark", s.Benchmark, "designs", s.Designs, "pairs_pruned", s.PairsPruned,
 			"pairs_compatible", s.PairsCompatible, "simulations", s.Simulations, "matches", s.Matches, "unjudged", s.Unjudged, "wall", s.Wall)
 		for _, u := range s.UnjudgedSample {
 			log.Warn("decontam: unjudged behavioural simulation", "what", u)
 		}
+		return stats.Write(s.Stats())
+	}
+	found := func(_ int64, m Match) error {
+		v.add(m)
+		return matches.Write(m)
+	}
+	if len(rtlIx) > 0 {
+		judge, done, err := stageJudge(ctx, sc, deps.judge, func() (engine.Judge, error) {
+			vc.rtl.Logger = log
+			return rtl.NewVerifier(vc.rtl)
+		}, deps.extract == nil)
+		if err != nil {
+			return err
+		}
+		defer done()
+		sums, err := CheckBehaviouralAll(ctx, rtlIx, judge, src, bcfg, func(_ int, r int64, m Match) error { return found(r, m) })
+		if err != nil {
+			return err
+		}
+		for _, s := range sums {
+			if err := report(s); err != nil {
+				return err
+			}
+		}
+	}
+	if len(kernelIx) == 0 {
+		return nil
+	}
+	items, err := engine.ReadInputs[engine.Item](sc, "items")
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(items, ExecutableKernel) {
+		return nil // no corpus kernel states its arguments: nothing to run
+	}
+	judge, done, err := stageJudge(ctx, sc, deps.kernelJudge, func() (engine.Judge, error) { return kernels.NewVerifier(vc.kernel, log) }, false)
+	if err != nil {
+		return err
+	}
+	defer done()
+	for _, kx := range kernelIx {
+		s, err := checkDesigns(ctx, kx, judge, kernelDesigns(items, kx), bcfg, found)
+		if err != nil {
+			return err
+		}
+		s.Benchmark += " (kernel)"
+		if err := report(s); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// stageJudge is the injected judge, else the one build makes; either must
+// pass its own probe (and Yosys be on PATH when yosys), or the stage fails:
+// a behavioural pass that could judge nothing is not a clean one.
+func stageJudge(ctx context.Context, sc *engine.StageContext, injected engine.Judge, build func() (engine.Judge, error), yosys bool) (engine.Judge, func(), error) {
+	judge, done := injected, func() {}
+	if judge == nil {
+		j, err := build()
+		if err != nil {
+			return nil, nil, fmt.Errorf("stage %s: %w", sc.Name, err)
+		}
+		judge, done = j, func() { j.Close() }
+	}
+	var tools []string
+	if yosys {
+		tools = []string{"yosys"}
+	}
+	if miss := ToolsMissing(ctx, judge, tools...); miss != "" {
+		done()
+		return nil, nil, fmt.Errorf("%w: stage %s: methods: behavioural cannot run here: %s", ErrConfig, sc.Name, miss)
+	}
+	return judge, done, nil
 }
 
 // KindBehavioural is the stage's output of BehaviouralStats rows.

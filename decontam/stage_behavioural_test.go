@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/crucible-data/crucible/decontam"
 	"github.com/crucible-data/crucible/decontam/decontamtest"
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/internal/testenv"
+	"github.com/crucible-data/crucible/kernels"
 )
 
 // writeStagePipeline writes dir/items.jsonl and a pipeline whose decontam
@@ -204,7 +207,102 @@ func TestStageMethodsConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err == nil || !strings.Contains(err.Error(), "no benchmark carries executable RTL problems") {
+	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err == nil || !strings.Contains(err.Error(), "no benchmark carries executable problems") {
 		t.Errorf("behavioural without harnesses: %v", err)
 	}
+}
+
+// mmSwapped is the matmul_f32_64 seed rewritten: another name, arguments
+// renamed and reordered (the right operand first), a row-pointer loop.
+const mmSwapped = `#include <stdint.h>
+void mm_rewrite(float *out, const float *q, const float *p, int64_t size) {
+	for (int64_t r = 0; r < size; r++) {
+		const float *prow = p + r * size;
+		for (int64_t col = 0; col < size; col++) {
+			double s = 0;
+			for (int64_t t = 0; t < size; t++) s += (double)prow[t] * q[t * size + col];
+			out[r * size + col] = (float)s;
+		}
+	}
+}
+`
+
+// addSameShape has mmSwapped's signature and adds instead.
+const addSameShape = `#include <stdint.h>
+void addmat(const float *x, const float *y, float *z, int64_t n) {
+	for (int64_t i = 0; i < n * n; i++) z[i] = x[i] + y[i];
+}
+`
+
+// TestStageBehaviouralKernels: a CPU kernel item whose arguments fit a
+// benchmark kernel task's (renamed, reordered) and whose function is that
+// task's is rejected as contaminated by behavioural matching on the CPU
+// backend, with the mapping under which it passed; one of the same
+// signature computing something else is kept; the vector-add task, of
+// another signature, is never run against either. Behavioural alone: the
+// lexical channel flags kernels this short structurally anyway.
+func TestStageBehaviouralKernels(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("gcc not found (CI is set)")
+		}
+		t.Skip("gcc not found; the kernel CPU backend needs it")
+	}
+	dir := t.TempDir()
+	var bench strings.Builder
+	for _, seed := range []string{"matmul_f32_64", "vector_add_f32"} {
+		it, err := kernels.LoadSeedDir(filepath.Join(testenv.RepoRoot(t), "examples", "seeds", "kernel", seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, _ := json.Marshal(it)
+		bench.Write(append(line, '\n'))
+	}
+	os.WriteFile(filepath.Join(dir, "kbench.jsonl"), []byte(bench.String()), 0o644)
+	mat := []int64{64, 64}
+	kernelItem := func(id, top, ref string, names ...string) engine.Item {
+		roles := map[string]string{"out": "output", "z": "output", "size": "scalar", "n": "scalar"}
+		it := engine.Item{ItemID: id, Domain: engine.DomainKernel, Instruction: "A 64x64 float kernel.", Reference: ref,
+			Verifier: engine.Verifier{Kind: "kernel", Harness: "cpu", Top: top}}
+		for _, n := range names {
+			a := engine.KernelArg{Name: n, Role: cmpOr(roles[n], "input"), Shape: mat, DType: "float32"}
+			if a.Role == "scalar" {
+				a.Shape, a.DType = []int64{64}, "int64"
+			}
+			it.Interface.Args = append(it.Interface.Args, a)
+		}
+		return it
+	}
+	items := []engine.Item{
+		kernelItem("mm", "mm_rewrite", mmSwapped, "out", "q", "p", "size"),
+		kernelItem("add", "addmat", addSameShape, "x", "y", "z", "n"),
+	}
+	writeStagePipeline(t, dir, "kbench.jsonl, id_field: item_id", items, "      methods: [behavioural]\n      kernel: {backend: cpu, trials: 2, workers: 2}\n")
+	runItemsPipeline(t, dir, decontamStages())
+	work := filepath.Join(dir, "work")
+	rej := readKind[engine.Rejection](t, work, "decontam", "rejections")
+	if len(rej) != 1 || rej[0].ItemID != "mm" || rej[0].Reason != "contaminated" {
+		t.Fatalf("rejections %+v", rej)
+	}
+	var d decontam.RejectionDetail
+	json.Unmarshal([]byte(rej[0].Detail), &d)
+	if d.Method != decontam.MethodBehavioural || d.BenchmarkID != "matmul_f32_64" || d.PortMapping != "a=p,b=q,c=out,n=size" {
+		t.Errorf("detail %s", rej[0].Detail)
+	}
+	if kept := readKind[engine.Item](t, work, "decontam", "items"); len(kept) != 1 || kept[0].ItemID != "add" {
+		t.Errorf("kept %+v", kept)
+	}
+	// mm: the first mapping (a=q) computes b·a and fails, the second
+	// passes; add: both fail. vector_add: pruned for both.
+	c := stageCounts(t, work)
+	if c["behavioural.simulations"] != 4 || c["behavioural.pairs_compatible"] != 2 || c["behavioural.pairs_pruned"] != 2 || c["behavioural.matches"] != 1 || c["behavioural.unjudged"] != 0 {
+		t.Errorf("counts %v", c)
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

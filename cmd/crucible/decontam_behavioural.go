@@ -92,6 +92,8 @@ func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods,
 		switch {
 		case b.Index != nil:
 			benches = append(benches, b.Index)
+		case b.Kernels != nil:
+			fmt.Fprintf(stderr, "decontam: benchmark %s: its kernel problems are matched behaviourally by the decontam pipeline stage only (corpus items must state their arguments)\n", b.Spec.Path)
 		case b.NotRun == decontam.NotRunIndexDir:
 			fmt.Fprintf(stderr, "decontam: behavioural matching skips benchmark %s: %s\n", b.Spec.Path, b.NotRun)
 		case !m.auto:
