@@ -35,7 +35,9 @@ type StageConfig struct {
 	Fields     []string        `yaml:"fields"` // item fields checked: instruction, reference (default both)
 	Workers    int             `yaml:"workers"`
 	// Methods are the matchings run: lexical (n-gram and MinHash overlap)
-	// and behavioural (execution against the benchmark's harnesses). The
+	// and behavioural (execution against the benchmark's harnesses: RTL
+	// problems with Icarus and Yosys, CPU kernel tasks with the kernel
+	// verifier; a benchmark index directory holds no harnesses). The
 	// default is lexical alone, unlike `decontam check --method auto`: a
 	// pipeline's output must not depend on which tools the host happens to
 	// have, so behavioural is asked for by name, and a stage asking for it
@@ -235,7 +237,7 @@ func RegisterStages(reg *engine.Registry, opts ...StageOption) {
 			return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
 				return runStage(ctx, sc, cfg, vc, deps, cache)
 			}), nil
-		}, Doc: "removes items that overlap benchmark items (methods: lexical: 13-gram lexical/structural overlap, MinHash; behavioural: the item's design passes a benchmark problem's own harness); rejection reason contaminated with the method and benchmark id"})
+		}, Doc: "removes items that overlap benchmark items (methods: lexical: 13-gram lexical/structural overlap, MinHash; behavioural: the item's RTL design, or its CPU kernel, passes a benchmark problem's own harness under a port/argument mapping); rejection reason contaminated with the method and benchmark id (unjudged when behavioural matching could not judge an item)"})
 }
 
 func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig, vc verifierConfigs, deps stageDeps, cache *behaviouralCache) error {
