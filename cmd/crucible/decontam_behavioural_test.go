@@ -118,6 +118,12 @@ func TestDecontamCheckBehavioural(t *testing.T) {
 	if _, err := runCLI(t, "decontam", "check", "--corpus-index", lidx, "--benchmark", bench, "--out", filepath.Join(dir, "ci-lex"), "--method", "behavioural"); exitCode(context.Background(), err) != exitUsage || !strings.Contains(err.Error(), "lexical-only") {
 		t.Errorf("--method behavioural --corpus-index (lexical-only index): %v, want exit 2", err)
 	}
+	// auto against it: lexical only (the OR gate's structural match of
+	// andgate, exit 6), saying that behavioural was not available.
+	stdout, err = runCLI(t, "decontam", "check", "--corpus-index", lidx, "--benchmark", bench, "--out", filepath.Join(dir, "ci-auto"))
+	if exitCode(context.Background(), err) != exitFindings || !strings.Contains(stdout, "behavioural matching NOT available for --corpus-index") || strings.Contains(stdout, "(behavioural)") {
+		t.Errorf("auto --corpus-index (lexical-only index): %v\n%s", err, stdout)
+	}
 	noharness := filepath.Join(dir, "prompts.jsonl")
 	os.WriteFile(noharness, []byte(`{"id":"p1","prompt":"an adder with a carry in and a carry out, please"}`+"\n"), 0o644)
 	if _, err := runCLI(t, "decontam", "check", "--corpus", corpus, "--benchmark", noharness, "--out", filepath.Join(dir, "nh"), "--method", "all"); exitCode(context.Background(), err) != exitUsage {
