@@ -211,7 +211,7 @@ func RegisterStages(reg *engine.Registry, opts ...StageOption) {
 	for _, o := range opts {
 		o(&deps)
 	}
-	reg.RegisterType(engine.StageType{Name: "decontam", Config: StageConfig{}, Parallelism: engine.PerPart, Outputs: []string{"items", "rejections", "decontam_matches", KindBehavioural},
+	reg.RegisterType(engine.StageType{Name: "decontam", Config: StageConfig{}, Parallelism: engine.PerPart, Outputs: []string{"items", "rejections", "decontam_matches"},
 		Factory: func(scfg engine.StageConfig) (engine.Stage, error) {
 			cfg := DefaultStageConfig()
 			if err := scfg.Decode(&cfg); err != nil {

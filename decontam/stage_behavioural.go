@@ -134,20 +134,17 @@ func runBehaviouralPass(ctx context.Context, sc *engine.StageContext, cfg StageC
 	if len(rtlIx)+len(kernelIx) == 0 {
 		return fmt.Errorf("%w: stage %s: methods: behavioural, but no benchmark carries executable problems (a benchmark file with RTL harness and reference rows, or CPU kernel tasks)", ErrConfig, sc.Name)
 	}
-	stats, err := engine.StageWriter[BehaviouralStats](sc, KindBehavioural)
-	if err != nil {
-		return err
-	}
 	report := func(s BehaviouralSummary) error {
 		for k, n := range s.Counts(false) {
 			sc.Count("behavioural."+k, n)
 		}
 		log.Info("decontam behavioural", "benchmark", s.Benchmark, "designs", s.Designs, "pairs_pruned", s.PairsPruned,
-			"pairs_compatible", s.PairsCompatible, "simulations", s.Simulations, "matches", s.Matches, "unjudged", s.Unjudged, "wall", s.Wall)
+			"pairs_compatible", s.PairsCompatible, "simulations", s.Simulations, "matches", s.Matches, "unjudged", s.Unjudged+s.InterfaceUnjudged,
+			"wall_ms", s.Wall.Milliseconds())
 		for _, u := range s.UnjudgedSample {
 			log.Warn("decontam: unjudged behavioural simulation", "what", u)
 		}
-		return stats.Write(s.Stats())
+		return nil
 	}
 	found := func(_ int64, m Match) error {
 		v.add(m)
@@ -223,53 +220,19 @@ func stageJudge(ctx context.Context, sc *engine.StageContext, injected engine.Ju
 	return judge, done, nil
 }
 
-// KindBehavioural is the stage's output of BehaviouralStats rows.
-const KindBehavioural = "decontam_behavioural"
-
-// BehaviouralStats is one behavioural pass of one part over one benchmark:
-// the cost figures the stage reports (the manifest's counts hold the same
-// but for the wall time, which would make its content hash vary by run).
-type BehaviouralStats struct {
-	Benchmark          string `arrow:"benchmark" json:"benchmark"`
-	Designs            int64  `arrow:"designs" json:"designs"`
-	InterfaceErrors    int64  `arrow:"interface_errors" json:"interface_errors"`
-	InterfaceUnjudged  int64  `arrow:"interface_unjudged" json:"interface_unjudged"`
-	Problems           int64  `arrow:"problems" json:"problems"`
-	ProblemsUnreadable int64  `arrow:"problems_unreadable" json:"problems_unreadable"`
-	PairsConsidered    int64  `arrow:"pairs_considered" json:"pairs_considered"`
-	PairsPruned        int64  `arrow:"pairs_pruned" json:"pairs_pruned"`
-	PairsCompatible    int64  `arrow:"pairs_compatible" json:"pairs_compatible"`
-	PairsCapped        int64  `arrow:"pairs_capped" json:"pairs_capped"`
-	Simulations        int64  `arrow:"simulations" json:"simulations"`
-	Matches            int64  `arrow:"matches" json:"matches"`
-	Unjudged           int64  `arrow:"unjudged" json:"unjudged"`
-	WallMS             int64  `arrow:"wall_ms" json:"wall_ms"`
-}
-
-// WithoutTimings drops the wall time (engine.TimedRow): reruns that differ
-// only in it leave downstream stages current.
-func (r BehaviouralStats) WithoutTimings() BehaviouralStats { r.WallMS = 0; return r }
-
-// Stats is the summary as a BehaviouralStats row.
-func (s BehaviouralSummary) Stats() BehaviouralStats {
-	return BehaviouralStats{Benchmark: s.Benchmark, Designs: s.Designs, InterfaceErrors: s.InterfaceErrors, InterfaceUnjudged: s.InterfaceUnjudged, Problems: int64(s.Problems),
-		ProblemsUnreadable: int64(s.SkippedProblems), PairsConsidered: s.PairsConsidered, PairsPruned: s.PairsPruned,
-		PairsCompatible: s.PairsCompatible, PairsCapped: s.PairsCapped, Simulations: s.Simulations, Matches: s.Matches,
-		Unjudged: s.Unjudged, WallMS: s.Wall.Milliseconds()}
-}
-
 // Counts are the summary's figures under the names the manifests give
 // them (behavioural.NAME in the stage's, behavioural.NAME.BENCHMARK in
 // the check command's). withWall adds wall_ms: the command's manifest
-// reports one run; a stage's counts are part of its content hash.
+// reports one run, while a stage's counts are part of its content hash,
+// which must not change with the machine's load (the stage logs its wall
+// time instead, and the runner records the stage's seconds).
 func (s BehaviouralSummary) Counts(withWall bool) map[string]int64 {
-	st := s.Stats()
-	c := map[string]int64{"matches": st.Matches, "designs": st.Designs, "interface_errors": st.InterfaceErrors,
-		"pairs_considered": st.PairsConsidered, "pairs_pruned": st.PairsPruned, "pairs_compatible": st.PairsCompatible,
-		"pairs_capped": st.PairsCapped, "simulations": st.Simulations, "unjudged": st.Unjudged, "interface_unjudged": st.InterfaceUnjudged,
-		"problems_unreadable": st.ProblemsUnreadable}
+	c := map[string]int64{"matches": s.Matches, "designs": s.Designs, "interface_errors": s.InterfaceErrors,
+		"pairs_considered": s.PairsConsidered, "pairs_pruned": s.PairsPruned, "pairs_compatible": s.PairsCompatible,
+		"pairs_capped": s.PairsCapped, "simulations": s.Simulations, "unjudged": s.Unjudged, "interface_unjudged": s.InterfaceUnjudged,
+		"problems_unreadable": int64(s.SkippedProblems)}
 	if withWall {
-		c["wall_ms"] = st.WallMS
+		c["wall_ms"] = s.Wall.Milliseconds()
 	}
 	return c
 }

@@ -100,9 +100,8 @@ func TestStageBehaviouralRejectsRewrite(t *testing.T) {
 			c["behavioural.matches"] != 1 || c["behavioural.unjudged"] != 0 || c["rejected.contaminated"] != 1 {
 			t.Errorf("counts %v", c)
 		}
-		stats := readKind[decontam.BehaviouralStats](t, work, "decontam", decontam.KindBehavioural)
-		if len(stats) != 1 || stats[0].Simulations != c["behavioural.simulations"] || stats[0].WallMS <= 0 {
-			t.Errorf("stats rows %+v", stats)
+		if _, timed := c["behavioural.wall_ms"]; timed {
+			t.Errorf("a stage count holds the wall time (its manifest's content hash would vary by run): %v", c)
 		}
 	}
 }
