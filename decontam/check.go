@@ -53,18 +53,38 @@ func (s RecordSlice) Scan(ctx context.Context, fn func(dedup.Record) error) erro
 // corpus index has one entry per item with its fields joined, as corpus
 // items are checked whole.
 func BuildIndex(ctx context.Context, cfg Config, dir, name, side string, src Source) (IndexMeta, error) {
+	return BuildIndexWith(ctx, cfg, dir, name, side, src, IndexOptions{})
+}
+
+// BuildIndexWith is BuildIndex with options: a corpus index with its
+// interface index (IndexOptions.Designs) for behavioural matching.
+func BuildIndexWith(ctx context.Context, cfg Config, dir, name, side string, src Source, opt IndexOptions) (IndexMeta, error) {
 	if side != SideBenchmark && side != SideCorpus {
 		return IndexMeta{}, fmt.Errorf("%w: side %q (want benchmark|corpus)", ErrConfig, side)
+	}
+	if opt.Designs != nil && side != SideCorpus {
+		return IndexMeta{}, fmt.Errorf("%w: an interface index is built for a corpus index only (a benchmark's harnesses are read from its file)", ErrConfig)
 	}
 	b, err := NewBuilder(cfg, dir, name, side)
 	if err != nil {
 		return IndexMeta{}, err
+	}
+	if opt.Designs != nil {
+		if b.designs, err = newDesignWriter(dir, *opt.Designs, &b.meta); err != nil {
+			os.RemoveAll(b.tmp)
+			return IndexMeta{}, err
+		}
 	}
 	err = src.Scan(ctx, func(r dedup.Record) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if side == SideCorpus {
+			if b.designs != nil {
+				if err := b.designs.add(ctx, r); err != nil {
+					return err
+				}
+			}
 			return b.Add(r.ID, fieldNames(r), r.Text())
 		}
 		for _, f := range r.Fields {
@@ -74,6 +94,11 @@ func BuildIndex(ctx context.Context, cfg Config, dir, name, side string, src Sou
 		}
 		return nil
 	})
+	if err == nil && b.designs != nil {
+		err = b.designs.close(ctx)
+	} else if b.designs != nil {
+		b.designs.f.Close()
+	}
 	if err != nil {
 		os.RemoveAll(b.tmp)
 		return IndexMeta{}, err

@@ -24,6 +24,7 @@ const fenceEvery = 1024 // records per fence block (16 KiB)
 
 // Index is an opened index directory.
 type Index struct {
+	Dir     string // the index directory
 	Meta    IndexMeta
 	Entries []Entry
 	sigs    []uint64 // loaded signatures (small indexes)
@@ -49,23 +50,37 @@ func (ix *Index) buildPrefix() {
 	}
 }
 
-// Open loads an index directory written by Builder.
-func Open(dir string) (*Index, error) {
+// readMeta reads an index directory's meta.json, upgrading older versions
+// in memory: 1 has no document-frequency suppression, 1 and 2 no interface
+// index.
+func readMeta(dir string) (IndexMeta, error) {
+	var meta IndexMeta
 	raw, err := os.ReadFile(filepath.Join(dir, metaFile))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s is not an index (no %s): %v", ErrInput, dir, metaFile, err)
+		return meta, fmt.Errorf("%w: %s is not an index (no %s): %v", ErrInput, dir, metaFile, err)
 	}
-	ix := &Index{}
-	if err := json.Unmarshal(raw, &ix.Meta); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInput, filepath.Join(dir, metaFile), err)
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return meta, fmt.Errorf("%w: %s: %v", ErrInput, filepath.Join(dir, metaFile), err)
 	}
-	switch ix.Meta.Version {
+	switch meta.Version {
 	case indexVersion:
-	case 1: // before document-frequency suppression: nothing is marked common
-		ix.Meta.Config.MaxDocFreq = 1
+	case 2:
+		meta.Behavioural = false
+	case 1:
+		meta.Config.MaxDocFreq, meta.Behavioural = 1, false
 	default:
-		return nil, fmt.Errorf("%w: %s: index version %d, want %d", ErrInput, dir, ix.Meta.Version, indexVersion)
+		return meta, fmt.Errorf("%w: %s: index version %d, want %d", ErrInput, dir, meta.Version, indexVersion)
 	}
+	return meta, nil
+}
+
+// Open loads an index directory written by Builder.
+func Open(dir string) (*Index, error) {
+	meta, err := readMeta(dir)
+	if err != nil {
+		return nil, err
+	}
+	ix := &Index{Dir: dir, Meta: meta}
 	ef, err := os.Open(filepath.Join(dir, entriesFile))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
