@@ -369,24 +369,35 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 			sums = append(sums, s)
 		}
 	default:
+		// Every benchmark is open at once so the corpus is read and each
+		// text analysed once for all of them (CheckRecordsAll).
 		corpus := decontam.FileRecords{Paths: o.Corpus, IDField: o.CorpusIDField, Fields: cfields}
+		var ixs []*decontam.Index
+		var cleanups []func()
+		closeAll := func() {
+			for _, c := range cleanups {
+				c()
+			}
+		}
 		for _, b := range o.Benchmarks {
 			ix, cleanup, err := decontam.OpenBenchmark(ctx, o.Config, decontam.BenchmarkSpec{Path: b, IDField: o.IDField, Fields: fields}, "")
 			if err != nil {
+				closeAll()
 				w.Abort()
 				return err
 			}
-			s, err := decontam.CheckRecords(ctx, ix, corpus, o.Workers, func(row int64, m decontam.Match) error {
-				hits.add(row, m)
-				return write(m)
-			})
-			cleanup()
-			if err != nil {
-				w.Abort()
-				return err
-			}
-			sums = append(sums, s)
+			ixs, cleanups = append(ixs, ix), append(cleanups, cleanup)
 		}
+		s, err := decontam.CheckRecordsAll(ctx, ixs, corpus, o.Workers, func(_ int, row int64, m decontam.Match) error {
+			hits.add(row, m)
+			return write(m)
+		})
+		closeAll()
+		if err != nil {
+			w.Abort()
+			return err
+		}
+		sums = append(sums, s...)
 	}
 	// The progress bar covers the lexical passes; the behavioural one's
 	// reads are not metered (its time is simulation, reported in its summary).
