@@ -51,6 +51,7 @@ type Ingester struct {
 	Stats  Stats
 	seen   map[string]bool
 	meter  *engine.FileMeter // the file being read, for a progress bar of rows and bytes
+	dec    lineDecoder       // decodes item lines (see decode.go)
 }
 
 // New returns an ingester for a preset.
@@ -289,9 +290,7 @@ func (g *Ingester) decode(raw []byte) (engine.Item, error) {
 		}
 		return fromVerilogEval(r), nil
 	}
-	var it engine.Item
-	err := json.Unmarshal(raw, &it)
-	return it, err
+	return g.dec.decode(raw)
 }
 
 func (g *Ingester) accept(it engine.Item, path string, line int64, mtime time.Time) error {
