@@ -29,7 +29,9 @@ const (
 // Presets lists the valid preset names.
 var Presets = []string{PresetItems, PresetVerilogEval, PresetTaskDir}
 
-// Sink receives ingested rows in input order.
+// Sink receives ingested rows in input order, always on the goroutine that
+// called IngestPaths, IngestFile or IngestRange (the JSONL workers only
+// decode), so a sink needs no locking.
 type Sink struct {
 	Item   func(engine.Item) error
 	Reject func(engine.Rejection) error
