@@ -348,7 +348,9 @@ func StageWriter[T any](sc *StageContext, kind string) (*ShardWriter[T], error) 
 	return w, nil
 }
 
-// ReadInputs reads all upstream rows of a kind into T.
+// ReadInputs reads all upstream rows of a kind into T (only the columns T
+// has), for stages whose logic needs every row at once; a stage that can
+// work a batch at a time uses ReadBatches instead.
 func ReadInputs[T any](sc *StageContext, kind string) ([]T, error) {
-	return ReadAll[T](sc.InputPaths(kind)...)
+	return ReadBatches[T](context.Background(), sc, kind, BatchOptions{}).Collect()
 }
