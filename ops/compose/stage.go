@@ -55,11 +55,14 @@ func RegisterStages(reg *engine.Registry) {
 
 type composeStage struct{ cfg StageSettings }
 
+// Run composes the items. It holds every item it composes, whole: the
+// split, the balanced fill and the lineage caps look at all of them at
+// once, and train and validation are the items themselves in the order
+// Compose gives. Under restrict_to, the selection's task ids are read
+// first and the items stream past a batch at a time, so the items it
+// drops are never held.
 func (s *composeStage) Run(ctx context.Context, sc *engine.StageContext) error {
-	items, err := engine.ReadInputs[engine.Item](sc, "items")
-	if err != nil {
-		return err
-	}
+	var ids map[string]bool // restrict_to's tasks; nil: every item
 	if s.cfg.RestrictTo != "" {
 		if len(sc.Inputs(s.cfg.RestrictTo)) == 0 {
 			sc.Log.Warn("compose: restrict_to kind has no upstream shards; composing nothing", "kind", s.cfg.RestrictTo)
@@ -68,7 +71,19 @@ func (s *composeStage) Run(ctx context.Context, sc *engine.StageContext) error {
 		if err != nil {
 			return err
 		}
-		items = Restrict(items, keep)
+		ids = taskIDs(keep)
+	}
+	var items []engine.Item
+	err := engine.ReadBatches[engine.Item](ctx, sc, "items", engine.BatchOptions{}).Each(func(b []engine.Item) error {
+		for _, it := range b {
+			if ids == nil || ids[it.ItemID] {
+				items = append(items, it)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	res, err := Compose(items, s.cfg.Config)
 	if err != nil {
@@ -88,10 +103,7 @@ func (s *composeStage) Run(ctx context.Context, sc *engine.StageContext) error {
 
 // Restrict keeps the items whose id is a task of keep, in item order.
 func Restrict(items []engine.Item, keep []selection.TaskSelection) []engine.Item {
-	ids := make(map[string]bool, len(keep))
-	for _, k := range keep {
-		ids[k.TaskID] = true
-	}
+	ids := taskIDs(keep)
 	var out []engine.Item
 	for _, it := range items {
 		if ids[it.ItemID] {
@@ -99,6 +111,14 @@ func Restrict(items []engine.Item, keep []selection.TaskSelection) []engine.Item
 		}
 	}
 	return out
+}
+
+func taskIDs(keep []selection.TaskSelection) map[string]bool {
+	ids := make(map[string]bool, len(keep))
+	for _, k := range keep {
+		ids[k.TaskID] = true
+	}
+	return ids
 }
 
 func toStage[T any](sc *engine.StageContext, kind string, rows []T) error {

@@ -75,6 +75,10 @@ func RegisterStages(reg *engine.Registry) {
 		}, Doc: "runs evolved candidates through ordered admission gates; writes items (parents + admitted), rejections, yield, gate_evidence"})
 }
 
+// runStage admits the candidates. It holds every parent and candidate (and
+// what the gates produce): the gates are global, not per item — the dedup
+// gate compares each candidate with every parent and admitted sibling, the
+// compose gate caps admissions per lineage — and Admit takes them whole.
 func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) error {
 	parents, err := engine.ReadInputs[engine.Item](st, "items")
 	if err != nil {
