@@ -3,7 +3,6 @@ package compose
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/crucible-data/crucible/engine"
@@ -89,9 +88,9 @@ func (s *composeStage) Run(ctx context.Context, sc *engine.StageContext) error {
 	if err != nil {
 		return err
 	}
-	if err := errors.Join(toStage(sc, KindTrain, res.Train), toStage(sc, KindValidation, res.Validation),
-		toStage(sc, KindComposition, res.Assignments), toStage(sc, KindCoverage, res.Coverage),
-		toStage(sc, KindRejections, res.Rejections)); err != nil {
+	if err := errors.Join(engine.WriteRows(sc, KindTrain, res.Train), engine.WriteRows(sc, KindValidation, res.Validation),
+		engine.WriteRows(sc, KindComposition, res.Assignments), engine.WriteRows(sc, KindCoverage, res.Coverage),
+		engine.WriteRows(sc, KindRejections, res.Rejections)); err != nil {
 		return err
 	}
 	for k, n := range res.Counters() {
@@ -119,17 +118,6 @@ func taskIDs(keep []selection.TaskSelection) map[string]bool {
 		ids[k.TaskID] = true
 	}
 	return ids
-}
-
-func toStage[T any](sc *engine.StageContext, kind string, rows []T) error {
-	w, err := engine.StageWriter[T](sc, kind)
-	if err != nil {
-		return err
-	}
-	if err := w.Write(rows...); err != nil {
-		return fmt.Errorf("writing %s: %w", kind, err)
-	}
-	return nil
 }
 
 // WriteDir writes every output kind as shards <kind>-NNNNN.parquet in dir

@@ -161,21 +161,10 @@ func ReadRollouts(paths ...string) ([]Rollout, func(i int) string, error) {
 // WriteResult writes every output kind of res through the stage's writers.
 func WriteResult(sc *engine.StageContext, res *Result) error {
 	return errors.Join(
-		toStage(sc, KindEvidence, res.Evidence), toStage(sc, KindRejections, res.Rejections),
-		toStage(sc, KindSelection, res.Tasks), toStage(sc, KindGap, res.Gap), toStage(sc, KindUncovered, res.Uncovered),
-		toStage(sc, KindRecoverable, res.Recoverable), toStage(sc, KindRewards, res.Rewards),
-		toStage(sc, KindStrataSample, res.StrataSample))
-}
-
-func toStage[T any](sc *engine.StageContext, kind string, rows []T) error {
-	w, err := engine.StageWriter[T](sc, kind)
-	if err != nil {
-		return err
-	}
-	if err := w.Write(rows...); err != nil {
-		return fmt.Errorf("writing %s: %w", kind, err)
-	}
-	return nil
+		engine.WriteRows(sc, KindEvidence, res.Evidence), engine.WriteRows(sc, KindRejections, res.Rejections),
+		engine.WriteRows(sc, KindSelection, res.Tasks), engine.WriteRows(sc, KindGap, res.Gap), engine.WriteRows(sc, KindUncovered, res.Uncovered),
+		engine.WriteRows(sc, KindRecoverable, res.Recoverable), engine.WriteRows(sc, KindRewards, res.Rewards),
+		engine.WriteRows(sc, KindStrataSample, res.StrataSample))
 }
 
 // WriteDir writes every output kind of res as shards <kind>-NNNNN.parquet in
