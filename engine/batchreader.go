@@ -25,6 +25,7 @@ type Batches[T any] struct {
 	cur   *ParquetReader[T]
 	bytes int64 // read from files already closed
 	err   error
+	rows  int64 // the rows the files hold, where known (upstream manifests): Collect's capacity
 }
 
 // OpenBatches streams the rows of the Parquet files in paths. Nothing is
@@ -35,7 +36,9 @@ func OpenBatches[T any](ctx context.Context, paths []string, opts BatchOptions) 
 
 // ReadBatches streams a stage's upstream rows of a kind ("" for all).
 func ReadBatches[T any](ctx context.Context, sc *StageContext, kind string, opts BatchOptions) *Batches[T] {
-	return OpenBatches[T](ctx, sc.InputPaths(kind), opts)
+	b := OpenBatches[T](ctx, sc.InputPaths(kind), opts)
+	b.rows = sc.InputRows(kind)
+	return b
 }
 
 // Next returns the next batch (valid until the next call), or io.EOF.
@@ -97,13 +100,13 @@ func (b *Batches[T]) Each(fn func(rows []T) error) error {
 // Collect reads every remaining row into one slice, then closes b: for
 // stages whose logic needs all rows at once.
 func (b *Batches[T]) Collect() ([]T, error) {
-	var out []T
+	out := make([]T, 0, b.rows)
 	err := b.Each(func(rows []T) error {
 		out = append(out, rows...)
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	if err != nil || len(out) == 0 {
+		return nil, err // no rows: nil, as a read of nothing always gave
 	}
 	return out, nil
 }

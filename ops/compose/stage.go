@@ -72,7 +72,7 @@ func (s *composeStage) Run(ctx context.Context, sc *engine.StageContext) error {
 		}
 		ids = taskIDs(keep)
 	}
-	var items []engine.Item
+	items := make([]engine.Item, 0, sc.InputRows("items")) // sized once: no copies left behind by growth
 	err := engine.ReadBatches[engine.Item](ctx, sc, "items", engine.BatchOptions{}).Each(func(b []engine.Item) error {
 		for _, it := range b {
 			if ids == nil || ids[it.ItemID] {
