@@ -48,3 +48,9 @@ gpu-check:
 
 clean:
 	rm -rf bin out
+
+# Peak RSS of `crucible build` over 100k items made from the bundled seeds
+# (ingest -> verify -> dedup -> compose; bench/build100k/README.md). Not part of test or bench.
+.PHONY: bench-build100k
+bench-build100k: build
+	GO=$(GO) bash bench/build100k/run.sh $(BIN) /tmp/build100k
