@@ -415,6 +415,14 @@ func (w *ShardWriter[T]) openFile() error {
 		parquet.WithAllocator(w.mem),
 		parquet.WithMaxRowGroupLength(1<<40),
 		parquet.WithCreatedBy("crucible"),
+		// No dictionary encoding: a column chunk whose dictionary outgrows
+		// its page limit falls back to PLAIN, and arrow-go then writes the
+		// chunk's page-encoding stats by iterating a Go map, so the same
+		// rows gave footers that differ run to run (a resumed or repeated
+		// run must write the same bytes). zstd/snappy pages compress the
+		// repeats a dictionary would have saved: measured on dedup's 20k ×
+		// 2 KB output, 23.38 MB without dictionaries against 23.51 MB with.
+		parquet.WithDictionaryDefault(false),
 	)...)
 	aprops := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(w.mem))
 	fw, err := pqarrow.NewFileWriter(w.schema, w.cw, props, aprops)

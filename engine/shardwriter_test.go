@@ -139,3 +139,40 @@ func TestShardWriterBackgroundWriteError(t *testing.T) {
 		}
 	}
 }
+
+// TestShardWriterSameBytesEveryRun: the same rows written twelve times give
+// one file. A text column whose dictionary would outgrow its page limit
+// made arrow-go write its page-encoding stats in Go map order (two
+// orders, so twelve runs all alike by chance is 1 in 2048).
+func TestShardWriterSameBytesEveryRun(t *testing.T) {
+	type row struct {
+		ID   string `arrow:"id"`
+		Kind string `arrow:"kind"`
+		Text string `arrow:"text"`
+	}
+	files := map[[32]byte]int{}
+	for range 12 {
+		dir := t.TempDir()
+		w, err := NewShardWriter[row](dir, "rows", "rows", DefaultWriterOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3000 {
+			if err := w.Write(row{ID: fmt.Sprint(i), Kind: []string{"a", "b", "c"}[i%3], Text: strings.Repeat(fmt.Sprintf("row %d text ", i), 100)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		infos, err := w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, infos[0].Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[sha256.Sum256(b)]++
+	}
+	if len(files) != 1 {
+		t.Fatalf("12 writes of the same rows gave %d different files", len(files))
+	}
+}
