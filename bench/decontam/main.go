@@ -42,6 +42,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/crucible-data/crucible/internal/benchenv"
 )
 
 func main() {
@@ -58,7 +60,7 @@ func main() {
 }
 
 func run(shared string, problems, docs, workers int, keep string) error {
-	root, err := repoRoot()
+	root, err := benchenv.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -78,11 +80,9 @@ func run(shared string, problems, docs, workers int, keep string) error {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	bin := filepath.Join(dir, "crucible")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/crucible")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("go build ./cmd/crucible: %w", err)
+	bin, err := benchenv.BuildCrucible(dir)
+	if err != nil {
+		return err
 	}
 	c := &cli{bin: bin}
 
@@ -313,23 +313,6 @@ func writeRewrites(dir, corpus string, rows []problem) (ids, failed []string, er
 		ids = append(ids, r.ID)
 	}
 	return ids, failed, os.WriteFile(corpus, []byte(b.String()), 0o644)
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run from inside the repository (no go.mod found)")
-		}
-		dir = parent
-	}
 }
 
 // elapsed is a child's wall and CPU time.

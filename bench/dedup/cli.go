@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crucible-data/crucible/dedup"
+	"github.com/crucible-data/crucible/internal/benchenv"
 )
 
 // runCLI measures `crucible dedup` itself — the command users run — on the
@@ -29,15 +29,9 @@ func runCLI(n int, dir string) error {
 		}
 		defer os.RemoveAll(dir)
 	}
-	root, err := repoRoot()
+	bin, err := benchenv.BuildCrucible(dir)
 	if err != nil {
 		return err
-	}
-	bin := filepath.Join(dir, "crucible")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/crucible")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("go build ./cmd/crucible: %w", err)
 	}
 	in := filepath.Join(dir, "corpus.jsonl")
 	t := time.Now()
@@ -88,21 +82,4 @@ func writeCorpus(path string, n int) (int64, error) {
 		return 0, err
 	}
 	return size, f.Close()
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run from inside the repository (no go.mod found)")
-		}
-		dir = parent
-	}
 }

@@ -33,6 +33,7 @@ import (
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/engine/ingest"
+	"github.com/crucible-data/crucible/internal/benchenv"
 	"github.com/crucible-data/crucible/rtl"
 )
 
@@ -49,7 +50,7 @@ func main() {
 
 func run(itemsPath, workerList string, rounds int) error {
 	if itemsPath == "" {
-		root, err := repoRoot()
+		root, err := benchenv.RepoRoot()
 		if err != nil {
 			return err
 		}
@@ -250,21 +251,4 @@ func secs(ds []time.Duration) []string {
 		out = append(out, fmt.Sprintf("%.2f", d.Seconds()))
 	}
 	return out
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("go.mod not found above %s", dir)
-		}
-		dir = parent
-	}
 }
