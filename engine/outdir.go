@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,4 +105,99 @@ func ClobberedInput(dir string, manifests, kinds, inputs []string) string {
 		}
 	}
 	return ""
+}
+
+// OneStage is a stage a standalone command (`crucible ingest --out DIR`
+// and the like) runs on its own, through the pipeline runner's commit path:
+// the same part lock, clear, temp+fsync+rename shards, manifest last with
+// config hash and input fingerprints, and skip when that manifest is
+// current. Spec names the stage, its type and config; Spec.Inputs are raw
+// files or directories (a directory stands for every file under it, each
+// hashed). From are committed stage output directories it reads, each
+// fingerprinted by its manifest's content hash like a pipeline upstream
+// (Spec.From is set from them).
+type OneStage struct {
+	Spec StageSpec
+	Out  string
+	From []string
+}
+
+// RunOne runs one stage with its output in one.Out. Unlike a pipeline stage
+// directory, Out is not the stage's alone (users point --out at folders
+// that hold other files), so only what the stage type declares it writes
+// (its manifest and its output kinds' shards and temp files) is cleared,
+// and an input that clearing would delete is refused. The pipeline's yield
+// check is not applied: a standalone command's rejections are data, and
+// its exit code stays what it was. opts.Shard is ignored: a command runs
+// unsharded.
+func (r *Runner) RunOne(ctx context.Context, one OneStage, opts RunOptions) (*StageResult, error) {
+	spec := one.Spec
+	if one.Out == "" {
+		return nil, fmt.Errorf("%w: %s: an output directory is required", ErrConfig, spec.Name)
+	}
+	st, ok := r.Registry.Type(spec.Type)
+	if !ok {
+		_, err := r.Registry.Build(spec.Type, StageConfig{Name: spec.Name}) // names the known types
+		return nil, err
+	}
+	if st.Outputs == nil {
+		// Without declared kinds there is no knowing what in Out is ours.
+		return nil, fmt.Errorf("%w: stage type %s declares no outputs; RunOne cannot tell its files in %s from others", ErrConfig, spec.Type, one.Out)
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	out := resolvePath(cwd, one.Out)
+	cfg := &PipelineConfig{Name: spec.Name, WorkDir: filepath.Dir(out), dir: cwd, placed: map[string]string{spec.Name: out}}
+	spec.From = nil
+	for _, d := range one.From {
+		abs := resolvePath(cwd, d)
+		if filepath.Clean(abs) == filepath.Clean(out) {
+			return nil, fmt.Errorf("%w: %s: input %s is the output directory", ErrConfig, spec.Name, d)
+		}
+		// The upstream's name is its path as given (it is what the
+		// manifest records); one that reads like the stage's own name is
+		// kept apart from it.
+		name := filepath.Clean(d)
+		if name == spec.Name {
+			name = "." + string(filepath.Separator) + name
+		}
+		spec.From = append(spec.From, name)
+		cfg.placed[name] = abs
+	}
+	cfg.Stages = []StageSpec{spec}
+	sh := Shard{0, 1}
+	files, err := expandInputs(cfg, spec.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	if p := ClobberedInput(out, []string{ManifestName(sh)}, st.Outputs, files); p != "" {
+		return nil, fmt.Errorf("%w: %s: input %s is in the output directory %s, which a run clears of its %s shards first",
+			ErrConfig, spec.Name, p, one.Out, strings.Join(st.Outputs, ", "))
+	}
+	opts.Shard = sh
+	if opts.Writer.RowGroupBytes == 0 {
+		opts.Writer = DefaultWriterOptions()
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	res, _, err := r.runStage(ctx, cfg, spec, opts, log, &shardVerifier{})
+	return res, err
+}
+
+// clearStage removes what part sh of a stage left in dir before it runs.
+// A pipeline's stage directory is the stage's own (clearPart); a placed
+// one is shared with whatever else the user keeps there, so only the
+// manifest and the type's output kinds go (clearOutput), manifest first.
+func (c *PipelineConfig) clearStage(name, dir string, sh Shard, st StageType) error {
+	if _, placed := c.placed[name]; !placed {
+		return clearPart(dir, sh)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	return clearOutput(dir, []string{ManifestName(sh)}, st.Outputs)
 }

@@ -38,6 +38,11 @@ type PipelineConfig struct {
 	Executor yaml.Node `yaml:"executor"`
 
 	dir string // directory of the config file
+	// placed maps a stage name to the directory its output lives in when
+	// that is not work_dir/name: a one-stage run (RunOne) commits to the
+	// command's --out DIR and reads upstream directories named on its
+	// command line.
+	placed map[string]string
 }
 
 // StageSpec is one stage entry.
@@ -154,6 +159,14 @@ func (c *PipelineConfig) Dir() string { return c.dir }
 
 // ResolvedWorkDir is work_dir resolved against the config's directory.
 func (c *PipelineConfig) ResolvedWorkDir() string { return resolvePath(c.dir, c.WorkDir) }
+
+// stageDir is the directory stage name's output is committed in.
+func (c *PipelineConfig) stageDir(name string) string {
+	if d, ok := c.placed[name]; ok {
+		return d
+	}
+	return filepath.Join(c.ResolvedWorkDir(), name)
+}
 
 // configHash fingerprints a stage's type and config (canonical JSON of the
 // decoded YAML, so formatting and key order do not matter).
