@@ -221,8 +221,9 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 	// a straggler) must not interleave their clears and commits. The lock
 	// lives outside the stage directory so stage directories hold only data;
 	// a placed one (RunOne) keeps it in DIR/.locks, as PrepareOutput does.
+	_, placed := cfg.placed[spec.Name]
 	lockDir := filepath.Join(work, ".locks", spec.Name)
-	if _, placed := cfg.placed[spec.Name]; placed {
+	if placed {
 		lockDir = filepath.Join(dir, ".locks")
 	}
 	unlock, err := partlock.Lock(ctx, lockDir, ManifestName(sh))
@@ -231,9 +232,13 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 	}
 	defer unlock()
 	// Temp files of this part are an earlier run's that died (a full disk,
-	// a kill): holding the lock, no live writer owns them.
-	if err := sweepTemps(dir, sh, log); err != nil {
-		return nil, nil, err
+	// a kill): holding the lock, no live writer owns them. In a placed
+	// directory other temp files are not the stage's; clearStage removes
+	// its own when it runs.
+	if !placed {
+		if err := sweepTemps(dir, sh, log); err != nil {
+			return nil, nil, err
+		}
 	}
 
 	if !opts.Force {

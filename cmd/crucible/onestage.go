@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/crucible-data/crucible/engine"
+)
+
+// commandStage is what a standalone command runs: one stage of its type,
+// configured by its flags, committed in its --out DIR.
+type commandStage struct {
+	Type   string
+	Config any      // the stage's config struct (a pointer), filled by the flags
+	Inputs []string // raw input files or directories
+	From   []string // committed stage output directories it reads
+	Out    string
+	Force  bool
+	Writer engine.WriterOptions
+}
+
+// runCommandStage runs a command's stage through engine.Runner.RunOne, the
+// pipeline's one commit path, so the command resumes and skips like a
+// build stage. A skip is said on w: the command then prints no summary of
+// work it did not do.
+func runCommandStage(ctx context.Context, w io.Writer, cs commandStage) (*engine.StageResult, error) {
+	node, err := configNode(cs.Config)
+	if err != nil {
+		return nil, err
+	}
+	bars := progressBars()
+	defer bars.Wait()
+	r := &engine.Runner{Registry: newRegistry()}
+	res, err := r.RunOne(ctx, engine.OneStage{Spec: engine.StageSpec{Name: cs.Type, Type: cs.Type, Inputs: cs.Inputs, Config: node},
+		Out: cs.Out, From: cs.From}, engine.RunOptions{Force: cs.Force, Writer: cs.Writer, Progress: bars.Factory(), Log: slog.Default()})
+	if err != nil {
+		return nil, err
+	}
+	if res.Status == "skipped" {
+		fmt.Fprintf(w, "%s: up to date with its inputs and flags, skipped (manifest %s; --force runs it again)\n", cs.Type, res.Manifest)
+	}
+	return res, nil
+}
+
+// configNode is a config struct as a pipeline's `config:` block.
+func configNode(cfg any) (yaml.Node, error) {
+	var n yaml.Node
+	if err := n.Encode(cfg); err != nil {
+		return n, fmt.Errorf("%w: %v", engine.ErrConfig, err)
+	}
+	return n, nil
+}
+
+// clearOutputs removes a previous run's manifest (first, so a crash in
+// between never leaves a manifest listing missing shards) and its shards of
+// the given kinds from dir. Other files are left alone.
+func clearOutputs(dir string, kinds ...string) error {
+	if err := os.Remove(filepath.Join(dir, "manifest.json")); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("%w: %v", engine.ErrIO, err)
+	}
+	for _, k := range kinds {
+		old, _ := filepath.Glob(filepath.Join(dir, k+"-*.parquet"))
+		for _, f := range old {
+			if err := os.Remove(f); err != nil {
+				return fmt.Errorf("%w: %v", engine.ErrIO, err)
+			}
+		}
+	}
+	return nil
+}
