@@ -16,6 +16,7 @@ import (
 // commandStage is what a standalone command runs: one stage of its type,
 // configured by its flags, committed in its --out DIR.
 type commandStage struct {
+	Name   string // the stage's name in the manifest ("" = Type)
 	Type   string
 	Config any      // the stage's config struct (a pointer), filled by the flags
 	Inputs []string // raw input files or directories
@@ -23,6 +24,13 @@ type commandStage struct {
 	Out    string
 	Force  bool
 	Writer engine.WriterOptions
+	// Run, when set, is the command's own stage, for a command whose work
+	// no product stage type does (verify rtl judges raw item and candidate
+	// files and writes evidence only): registered as Type, writing Outputs,
+	// in a registry of its own, it still commits, resumes and skips through
+	// RunOne; Config is then its fingerprint.
+	Run     engine.StageFunc
+	Outputs []string
 }
 
 // runCommandStage runs a command's stage through engine.Runner.RunOne, the
@@ -36,14 +44,23 @@ func runCommandStage(ctx context.Context, w io.Writer, cs commandStage) (*engine
 	}
 	bars := progressBars()
 	defer bars.Wait()
-	r := &engine.Runner{Registry: newRegistry()}
-	res, err := r.RunOne(ctx, engine.OneStage{Spec: engine.StageSpec{Name: cs.Type, Type: cs.Type, Inputs: cs.Inputs, Config: node},
+	reg := newRegistry()
+	if cs.Run != nil {
+		reg = engine.NewRegistry()
+		reg.RegisterType(engine.StageType{Name: cs.Type, Parallelism: engine.PerPart, Outputs: cs.Outputs,
+			Factory: func(engine.StageConfig) (engine.Stage, error) { return cs.Run, nil }})
+	}
+	if cs.Name == "" {
+		cs.Name = cs.Type
+	}
+	r := &engine.Runner{Registry: reg}
+	res, err := r.RunOne(ctx, engine.OneStage{Spec: engine.StageSpec{Name: cs.Name, Type: cs.Type, Inputs: cs.Inputs, Config: node},
 		Out: cs.Out, From: cs.From}, engine.RunOptions{Force: cs.Force, Writer: cs.Writer, Progress: bars.Factory(), Log: slog.Default()})
 	if err != nil {
 		return nil, err
 	}
 	if res.Status == "skipped" {
-		fmt.Fprintf(w, "%s: up to date with its inputs and flags, skipped (manifest %s; --force runs it again)\n", cs.Type, res.Manifest)
+		fmt.Fprintf(w, "%s: up to date with its inputs and flags, skipped (manifest %s; --force runs it again)\n", cs.Name, res.Manifest)
 	}
 	return res, nil
 }
