@@ -8,41 +8,53 @@ import (
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
-
-	"github.com/crucible-data/crucible/engine"
 )
 
 // stageFlags binds a stage's config struct to a command's flags, so a
-// command's options are the stage's config and nothing else: each flag
-// writes straight into its field as the command line is parsed (the field's
-// value before binding is the flag's default), and there is no second
-// struct of flag values to copy over by hand. Every scalar or string-list
-// field gets a flag; the rest (maps, lists of structs) are reached with
-// --set, which takes any key.
+// command's options are the stage's config and nothing else: one flag per
+// scalar or string-list field, derived once from the struct (the field's
+// value before binding is the flag's default), and --set for any key (maps,
+// lists of structs). The flags parse into a copy of the config; apply
+// layers the config in one place — defaults, then the --config file where
+// the command has one, then the flags given on the command line, then
+// --set — so no command keeps its own struct of flag values to copy over.
 type stageFlags struct {
-	cfg  any      // pointer to the config struct
-	sets []string // --set key=value, in command-line order
+	cfg    reflect.Value // pointer to the config struct
+	parsed reflect.Value // pointer to the copy the flags parse into
+	fs     *pflag.FlagSet
+	bound  []boundFlag
+	file   string   // --config, where registered
+	sets   []string // --set key=value, in command-line order
+}
+
+type boundFlag struct {
+	name   string
+	index  []int // the field, from the config struct down
+	invert *bool // a --no-X flag for a bool field that defaults to true
 }
 
 // flagDoc overrides what bindStageFlags derives for the field at a YAML
 // path ("strength.min_mutant_kill_rate"): the flag name (a command's flag
 // that predates the derivation keeps its name, because scripts use it),
-// its help text, or Skip for a field the command sets itself.
+// its help text, Invert for a --no-X flag that sets a bool field to false,
+// or Skip for a field (or a whole nested struct) the command sets itself
+// or that only --set reaches.
 type flagDoc struct {
-	Name string
-	Help string
-	Skip bool
+	Name   string
+	Help   string
+	Invert bool
+	Skip   bool
 }
 
 // bindStageFlags registers cfg's flags and --set on fs. cfg must be a
 // pointer to a struct holding the defaults.
 func bindStageFlags(fs *pflag.FlagSet, cfg any, docs map[string]flagDoc) *stageFlags {
-	s := &stageFlags{cfg: cfg}
-	for _, f := range configFields(reflect.ValueOf(cfg).Elem(), "") {
+	v := reflect.ValueOf(cfg)
+	s := &stageFlags{cfg: v, parsed: reflect.New(v.Elem().Type()), fs: fs}
+	s.parsed.Elem().Set(v.Elem())
+	skip := func(path string) bool { return docs[path].Skip }
+	for _, f := range configFields(v.Elem(), "", nil, skip) {
 		d := docs[f.path]
-		if d.Skip {
-			continue
-		}
 		name := d.Name
 		if name == "" {
 			name = strings.NewReplacer("_", "-", ".", "-").Replace(f.path)
@@ -51,20 +63,33 @@ func bindStageFlags(fs *pflag.FlagSet, cfg any, docs map[string]flagDoc) *stageF
 		if help == "" {
 			help = "stage config " + f.path
 		}
-		bindField(fs, f.v, name, help)
+		b := boundFlag{name: name, index: f.index}
+		if d.Invert {
+			b.invert = fs.Bool(name, false, help)
+		} else if !bindField(fs, s.parsed.Elem().FieldByIndex(f.index), name, help) {
+			continue
+		}
+		s.bound = append(s.bound, b)
 	}
 	fs.StringArrayVar(&s.sets, "set", nil, "set a stage config key (its YAML path, e.g. a.b=value; the value is YAML); repeatable, applied after the other flags")
 	return s
 }
 
+// withConfigFile adds --config FILE: a YAML file with the stage's config
+// block, applied before the flags.
+func (s *stageFlags) withConfigFile(help string) *stageFlags {
+	s.fs.StringVar(&s.file, "config", "", help)
+	return s
+}
+
 type configField struct {
-	path string
-	v    reflect.Value
+	path  string
+	index []int
 }
 
 // configFields lists the settable leaves of a config struct with their
-// YAML paths, in declaration order.
-func configFields(v reflect.Value, prefix string) []configField {
+// YAML paths, in declaration order; skip leaves out a path's subtree.
+func configFields(v reflect.Value, prefix string, index []int, skip func(string) bool) []configField {
 	var out []configField
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
@@ -74,18 +99,21 @@ func configFields(v reflect.Value, prefix string) []configField {
 			continue
 		}
 		fv := v.Field(i)
+		idx := append(append([]int(nil), index...), i)
 		if inline {
 			if fv.Kind() == reflect.Struct {
-				out = append(out, configFields(fv, prefix)...)
+				out = append(out, configFields(fv, prefix, idx, skip)...)
 			}
 			continue
 		}
 		path := prefix + key
-		if fv.Kind() == reflect.Struct && !isYAMLLeaf(fv) {
-			out = append(out, configFields(fv, path+".")...)
-			continue
+		switch {
+		case skip(path):
+		case fv.Kind() == reflect.Struct && !isYAMLLeaf(fv):
+			out = append(out, configFields(fv, path+".", idx, skip)...)
+		default:
+			out = append(out, configField{path, idx})
 		}
-		out = append(out, configField{path, fv})
 	}
 	return out
 }
@@ -118,8 +146,8 @@ func isYAMLLeaf(v reflect.Value) bool {
 }
 
 // bindField registers a flag writing into v; a kind with no flag form is
-// left to --set.
-func bindField(fs *pflag.FlagSet, v reflect.Value, name, help string) {
+// left to --set (false).
+func bindField(fs *pflag.FlagSet, v reflect.Value, name, help string) bool {
 	p := v.Addr().Interface()
 	switch p := p.(type) {
 	case *time.Duration:
@@ -130,6 +158,8 @@ func bindField(fs *pflag.FlagSet, v reflect.Value, name, help string) {
 		fs.BoolVar(p, name, *p, help)
 	case *int:
 		fs.IntVar(p, name, *p, help)
+	case *int32:
+		fs.Int32Var(p, name, *p, help)
 	case *int64:
 		fs.Int64Var(p, name, *p, help)
 	case *uint64:
@@ -138,18 +168,38 @@ func bindField(fs *pflag.FlagSet, v reflect.Value, name, help string) {
 		fs.Float64Var(p, name, *p, help)
 	case *[]string:
 		fs.StringSliceVar(p, name, *p, help)
+	default:
+		return false
 	}
+	return true
 }
 
-// apply applies the --set overrides, in order, onto the config the flags
-// filled. A key that is not in the config is a usage error naming it.
+// apply layers the config: the --config file, the flags given on the
+// command line, then the --set overrides in order. A key that is not in
+// the config is a usage error naming it.
 func (s *stageFlags) apply() error {
+	if s.file != "" {
+		if err := decodeYAMLFile(s.file, s.cfg.Interface()); err != nil {
+			return err
+		}
+	}
+	for _, b := range s.bound {
+		if !s.fs.Changed(b.name) {
+			continue
+		}
+		dst := s.cfg.Elem().FieldByIndex(b.index)
+		if b.invert != nil {
+			dst.SetBool(!*b.invert)
+		} else {
+			dst.Set(s.parsed.Elem().FieldByIndex(b.index))
+		}
+	}
 	for _, kv := range s.sets {
 		key, val, ok := strings.Cut(kv, "=")
 		if !ok || key == "" {
 			return fmt.Errorf("%w: --set %q: want key=value", errUsage, kv)
 		}
-		if err := checkConfigKey(reflect.TypeOf(s.cfg).Elem(), key); err != nil {
+		if err := checkConfigKey(s.cfg.Type().Elem(), key); err != nil {
 			return fmt.Errorf("%w: --set %s: %v", errUsage, key, err)
 		}
 		var vn yaml.Node
@@ -170,20 +220,11 @@ func (s *stageFlags) apply() error {
 		}
 		dec := yaml.NewDecoder(strings.NewReader(string(text)))
 		dec.KnownFields(true)
-		if err := dec.Decode(s.cfg); err != nil {
+		if err := dec.Decode(s.cfg.Interface()); err != nil {
 			return fmt.Errorf("%w: --set %s=%s: %v", errUsage, key, val, err)
 		}
 	}
 	return nil
-}
-
-// node is the config as a pipeline's `config:` block, for the stage spec.
-func (s *stageFlags) node() (yaml.Node, error) {
-	var n yaml.Node
-	if err := n.Encode(s.cfg); err != nil {
-		return n, fmt.Errorf("%w: %v", engine.ErrConfig, err)
-	}
-	return n, nil
 }
 
 // checkConfigKey reports whether a dotted YAML path names a field of t (a

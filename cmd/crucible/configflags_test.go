@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,14 +21,19 @@ type flagTestConfig struct {
 	Weights map[string]float64 `yaml:"weights"`
 	Old     int                `yaml:"old_name"`
 	Hidden  string             `yaml:"-"`
+	On      bool               `yaml:"on"`
+	Skipped struct {
+		A int `yaml:"a"`
+	} `yaml:"skipped"`
 }
 
 func parseStageFlags(t *testing.T, args ...string) (*flagTestConfig, *pflag.FlagSet, error) {
 	t.Helper()
-	cfg := &flagTestConfig{Preset: "items", MinRate: 0.5, Weights: map[string]float64{"a": 1}}
+	cfg := &flagTestConfig{Preset: "items", MinRate: 0.5, Weights: map[string]float64{"a": 1}, On: true}
 	cfg.Strength.MinKill, cfg.Strength.Tools = 0.8, []string{"iverilog"}
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-	sf := bindStageFlags(fs, cfg, map[string]flagDoc{"old_name": {Name: "legacy", Help: "kept name"}})
+	sf := bindStageFlags(fs, cfg, map[string]flagDoc{"old_name": {Name: "legacy", Help: "kept name"},
+		"on": {Name: "no-on", Invert: true}, "skipped": {Skip: true}}).withConfigFile("config file")
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -42,13 +49,13 @@ func TestStageFlagsDeriveFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, def := range map[string]string{"preset": "items", "min-rate": "0.5", "strength-min-mutant-kill-rate": "0.8",
-		"strength-tools": "[iverilog]", "legacy": "0"} {
+		"strength-tools": "[iverilog]", "legacy": "0", "no-on": "false"} {
 		f := fs.Lookup(name)
 		if f == nil || f.DefValue != def {
 			t.Errorf("flag --%s: %+v, want default %q", name, f, def)
 		}
 	}
-	for _, name := range []string{"old-name", "weights", "hidden"} {
+	for _, name := range []string{"old-name", "weights", "hidden", "on", "skipped-a"} {
 		if fs.Lookup(name) != nil {
 			t.Errorf("flag --%s should not exist", name)
 		}
@@ -87,5 +94,28 @@ func TestStageFlagsSetRejectsUnknownKeys(t *testing.T) {
 		if !errors.Is(err, errUsage) || exitCode(context.Background(), err) != exitUsage || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--set %s: %v, want a usage error mentioning %s", tc.set, err, tc.want)
 		}
+	}
+}
+
+// The layers apply in one order whatever the command line's: defaults, the
+// --config file, the flags given, then --set. A flag not given leaves the
+// file's value; an inverted --no-X flag clears its field.
+func TestStageFlagsLayerFileFlagsSet(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cfg.yaml")
+	os.WriteFile(file, []byte("preset: file\nmin_rate: 0.1\nold_name: 3\nstrength: {min_mutant_kill_rate: 0.7}\n"), 0o644)
+	cfg, _, err := parseStageFlags(t, "--set", "old_name=9", "--min-rate", "0.3", "--config", file, "--no-on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Preset != "file" || cfg.MinRate != 0.3 || cfg.Old != 9 || cfg.Strength.MinKill != 0.7 || cfg.On {
+		t.Fatalf("layered config: %+v", cfg)
+	}
+	cfg, _, err = parseStageFlags(t, "--config", file)
+	if err != nil || cfg.MinRate != 0.1 || !cfg.On || cfg.Strength.Tools[0] != "iverilog" {
+		t.Fatalf("file alone: %+v, %v", cfg, err)
+	}
+	os.WriteFile(file, []byte("bogus: 1\n"), 0o644)
+	if _, _, err := parseStageFlags(t, "--config", file); exitCode(context.Background(), err) != exitUsage || !strings.Contains(err.Error(), "bogus") {
+		t.Fatalf("unknown key in --config: %v, want exit 2 naming it", err)
 	}
 }
