@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/crucible-data/crucible/engine/partlock"
@@ -115,11 +116,16 @@ func ClobberedInput(dir string, manifests, kinds, inputs []string) string {
 // files or directories (a directory stands for every file under it, each
 // hashed). From are committed stage output directories it reads, each
 // fingerprinted by its manifest's content hash like a pipeline upstream
-// (Spec.From is set from them).
+// (Spec.From is set from them). Shards are plain JSONL or Parquet files the
+// stage reads as upstream shards of a kind (kind -> files), for a command
+// whose argument may be a stage's output directory or rows in a file; each
+// is fingerprinted by its sha256 (their rows are not counted: a manifest's
+// yield.input leaves them out).
 type OneStage struct {
-	Spec StageSpec
-	Out  string
-	From []string
+	Spec   StageSpec
+	Out    string
+	From   []string
+	Shards map[string][]string
 }
 
 // RunOne runs one stage with its output in one.Out. Unlike a pipeline stage
@@ -167,10 +173,17 @@ func (r *Runner) RunOne(ctx context.Context, one OneStage, opts RunOptions) (*St
 		cfg.placed[name] = abs
 	}
 	cfg.Stages = []StageSpec{spec}
+	v := &shardVerifier{}
+	if cfg.rawShards, err = rawShards(v, cwd, one.Shards); err != nil {
+		return nil, err
+	}
 	sh := Shard{0, 1}
 	files, err := expandInputs(cfg, spec.Inputs)
 	if err != nil {
 		return nil, err
+	}
+	for _, s := range cfg.rawShards {
+		files = append(files, s.Path)
 	}
 	if p := ClobberedInput(out, []string{ManifestName(sh)}, st.Outputs, files); p != "" {
 		return nil, fmt.Errorf("%w: %s: input %s is in the output directory %s, which a run clears of its %s shards first",
@@ -184,8 +197,44 @@ func (r *Runner) RunOne(ctx context.Context, one OneStage, opts RunOptions) (*St
 	if log == nil {
 		log = slog.Default()
 	}
-	res, _, err := r.runStage(ctx, cfg, spec, opts, log, &shardVerifier{})
+	res, _, err := r.runStage(ctx, cfg, spec, opts, log, v)
 	return res, err
+}
+
+// rawShards hashes the files of OneStage.Shards, kinds in sorted order. The
+// hash goes into v's cache too, so the runner's check of every input shard
+// before the stage runs does not read the file a second time.
+func rawShards(v *shardVerifier, cwd string, byKind map[string][]string) ([]InputShard, error) {
+	kinds := make([]string, 0, len(byKind))
+	for k := range byKind {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var out []InputShard
+	for _, kind := range kinds {
+		for _, f := range byKind[kind] {
+			p := resolvePath(cwd, f)
+			st, err := os.Stat(p)
+			if err != nil {
+				return nil, fmt.Errorf("%w: input %s: %v", ErrInput, f, err)
+			}
+			if !st.Mode().IsRegular() {
+				return nil, fmt.Errorf("%w: input %s: not a regular file, so it cannot be fingerprinted", ErrInput, f)
+			}
+			sha, err := hashStream(p)
+			if err != nil {
+				return nil, fmt.Errorf("%w: input %s: %v", ErrInput, f, err)
+			}
+			v.mu.Lock()
+			if v.seen == nil {
+				v.seen = map[string]verified{}
+			}
+			v.seen[p] = verified{size: st.Size(), mtime: st.ModTime().UnixNano(), sha: sha}
+			v.mu.Unlock()
+			out = append(out, InputShard{Kind: kind, Path: p, Bytes: st.Size(), SHA256: sha})
+		}
+	}
+	return out, nil
 }
 
 // clearStage removes what part sh of a stage left in dir before it runs.

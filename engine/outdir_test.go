@@ -181,3 +181,31 @@ func TestRunOneStreamInputNeverSkips(t *testing.T) {
 		}
 	}
 }
+
+// Plain files handed to the stage as upstream shards of a kind are read
+// like a stage's output and fingerprinted by their bytes: an identical
+// rerun skips, a changed file runs again.
+func TestRunOneReadsPlainFilesAsShards(t *testing.T) {
+	dir := t.TempDir()
+	rows := filepath.Join(dir, "nums.jsonl")
+	os.WriteFile(rows, []byte(`{"n":1,"text":"a"}`+"\n"+`{"n":2,"text":"b"}`+"\n"), 0o644)
+	runs := map[string]int{}
+	reg := placedRegistry(runs)
+	one := OneStage{Spec: StageSpec{Name: "dbl", Type: "double"}, Out: filepath.Join(dir, "out"), Shards: map[string][]string{"nums": {rows}}}
+	res, _ := runOne(t, reg, one, false)
+	m, _ := ReadManifest(filepath.Join(one.Out, "manifest.json"))
+	if res.Status != "ran" || res.Rows["nums"] != 2 || len(m.Inputs) != 1 || m.Inputs[0].Kind != "file" || len(m.Inputs[0].SHA256) != 64 {
+		t.Fatalf("first run: %+v, inputs %+v", res, m.Inputs)
+	}
+	got, err := ReadAll[numRow](filepath.Join(one.Out, m.Shards[0].Path))
+	if err != nil || len(got) != 2 || got[1].N != 4 {
+		t.Fatalf("doubled rows %+v, %v", got, err)
+	}
+	if res, _ := runOne(t, reg, one, false); res.Status != "skipped" || runs["dbl"] != 1 {
+		t.Fatalf("identical rerun: %s after %d runs", res.Status, runs["dbl"])
+	}
+	os.WriteFile(rows, []byte(`{"n":5,"text":"c"}`+"\n"), 0o644)
+	if res, _ := runOne(t, reg, one, false); res.Status != "ran" || res.Rows["nums"] != 1 {
+		t.Fatalf("changed file: %+v", res)
+	}
+}

@@ -43,6 +43,9 @@ type PipelineConfig struct {
 	// command's --out DIR and reads upstream directories named on its
 	// command line.
 	placed map[string]string
+	// rawShards are plain files a one-stage run hands its stage as
+	// upstream shards (OneStage.Shards), already hashed.
+	rawShards []InputShard
 }
 
 // StageSpec is one stage entry.

@@ -365,6 +365,11 @@ func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string, s
 			}
 		}
 	}
+	for _, s := range cfg.rawShards {
+		in.shards = append(in.shards, s)
+		rel, _ := filepath.Rel(cfg.Dir(), s.Path)
+		refs = append(refs, InputRef{Kind: "file", Path: rel, SHA256: s.SHA256})
+	}
 	files, err := expandInputs(cfg, spec.Inputs)
 	if err != nil {
 		return in, nil, err
