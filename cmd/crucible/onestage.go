@@ -18,9 +18,10 @@ import (
 type commandStage struct {
 	Name   string // the stage's name in the manifest ("" = Type)
 	Type   string
-	Config any      // the stage's config struct (a pointer), filled by the flags
-	Inputs []string // raw input files or directories
-	From   []string // committed stage output directories it reads
+	Config any                 // the stage's config struct (a pointer), filled by the flags
+	Inputs []string            // raw input files or directories
+	From   []string            // committed stage output directories it reads
+	Shards map[string][]string // files of rows it reads as upstream shards, by kind
 	Out    string
 	Force  bool
 	Writer engine.WriterOptions
@@ -55,7 +56,7 @@ func runCommandStage(ctx context.Context, w io.Writer, cs commandStage) (*engine
 	}
 	r := &engine.Runner{Registry: reg}
 	res, err := r.RunOne(ctx, engine.OneStage{Spec: engine.StageSpec{Name: cs.Name, Type: cs.Type, Inputs: cs.Inputs, Config: node},
-		Out: cs.Out, From: cs.From}, engine.RunOptions{Force: cs.Force, Writer: cs.Writer, Progress: bars.Factory(), Log: slog.Default()})
+		Out: cs.Out, From: cs.From, Shards: cs.Shards}, engine.RunOptions{Force: cs.Force, Writer: cs.Writer, Progress: bars.Factory(), Log: slog.Default()})
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +64,34 @@ func runCommandStage(ctx context.Context, w io.Writer, cs commandStage) (*engine
 		fmt.Fprintf(w, "%s: up to date with its inputs and flags, skipped (manifest %s; --force runs it again)\n", cs.Name, res.Manifest)
 	}
 	return res, nil
+}
+
+// stageInputs sorts a command's row arguments as a stage reads them: a
+// directory with a committed manifest is an upstream stage (fingerprinted
+// by its manifest; the stage takes its shards of the kinds it reads); a
+// file, or a directory without a manifest (its .jsonl/.parquet files, as
+// shardInputs reads it), is rows handed to the stage as shards of kind.
+func stageInputs(paths []string, kind string, from []string, shards map[string][]string) ([]string, error) {
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%w: %v", engine.ErrInput, err)
+		case !st.IsDir():
+			shards[kind] = append(shards[kind], p)
+			continue
+		}
+		if _, err := engine.LoadStageOutput(p); err == nil {
+			from = append(from, p)
+			continue
+		}
+		files, err := rowFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		shards[kind] = append(shards[kind], files...)
+	}
+	return from, nil
 }
 
 // configNode is a config struct as a pipeline's `config:` block.

@@ -289,18 +289,28 @@ func shardInputs(paths []string, kind string) ([]string, error) {
 			}
 			continue
 		}
-		var found []string
-		for _, ext := range append(engine.JSONLGlobs(), "*.parquet") {
-			g, _ := filepath.Glob(filepath.Join(p, ext))
-			found = append(found, g...)
+		found, err := rowFiles(p)
+		if err != nil {
+			return nil, err
 		}
-		if len(found) == 0 {
-			return nil, fmt.Errorf("%w: %s: no manifest and no .jsonl/.parquet files", engine.ErrInput, p)
-		}
-		sort.Strings(found)
 		out = append(out, found...)
 	}
 	return out, nil
+}
+
+// rowFiles are the .jsonl/.parquet files in a directory that has no
+// manifest (not its subdirectories), sorted; none is an error.
+func rowFiles(dir string) ([]string, error) {
+	var found []string
+	for _, ext := range append(engine.JSONLGlobs(), "*.parquet") {
+		g, _ := filepath.Glob(filepath.Join(dir, ext))
+		found = append(found, g...)
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("%w: %s: no manifest and no .jsonl/.parquet files", engine.ErrInput, dir)
+	}
+	sort.Strings(found)
+	return found, nil
 }
 
 // fileRefs are the manifest refs of a command's inputs: a directory (a task
