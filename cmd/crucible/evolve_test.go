@@ -135,6 +135,20 @@ func TestEvolveSkipsWhenCurrent(t *testing.T) {
 	}
 	items[0].Instruction += " (revised)"
 	writeJSONL(t, file, items[0])
-	out := filepath.Join(tmp, "evolve-seeds.jsonl")
-	expectRun(t, out, "ran", "1 seeds →", "evolve", "--no-progress", "--items", file, "--out", out, "--operators", "bus_width", "--no-solution-first")
+	evo := filepath.Join(tmp, "evolve-seeds.jsonl")
+	evolveArgs := []string{"evolve", "--no-progress", "--items", file, "--out", evo, "--operators", "bus_width", "--no-solution-first"}
+	expectRun(t, evo, "ran", "1 seeds →", evolveArgs...)
+
+	// admit reads the evolve output as its upstream: it skips while that is
+	// unchanged (a forced evolve with the same content included), and runs
+	// again for a changed flag or a changed upstream.
+	adm := filepath.Join(tmp, "admit")
+	admitArgs := []string{"admit", "--no-progress", "--from", evo, "--out", adm, "--order", "static,strength", "--max-mutants", "1"}
+	expectRun(t, adm, "ran", "candidates 1 → static 1", admitArgs...)
+	expectRun(t, adm, "skipped", "candidates", admitArgs...)
+	expectRun(t, adm, "ran", "candidates 1", append(admitArgs, "--set", "strength.min_mutant_kill_rate=0.5")...)
+	expectRun(t, evo, "ran", "1 seeds →", append(evolveArgs, "--force")...)
+	expectRun(t, adm, "skipped", "candidates", append(admitArgs, "--set", "strength.min_mutant_kill_rate=0.5")...)
+	expectRun(t, evo, "ran", "1 seeds →", append(evolveArgs, "--tb-cycles", "30")...)
+	expectRun(t, adm, "ran", "candidates 1", append(admitArgs, "--set", "strength.min_mutant_kill_rate=0.5")...)
 }
