@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -121,11 +122,16 @@ func ClobberedInput(dir string, manifests, kinds, inputs []string) string {
 // whose argument may be a stage's output directory or rows in a file; each
 // is fingerprinted by its sha256 (their rows are not counted: a manifest's
 // yield.input leaves them out).
+//
+// Extra are settings outside the stage's config that decide its output (the
+// judges a command builds from its flags); they join the config hash, so a
+// changed one runs the stage again.
 type OneStage struct {
 	Spec   StageSpec
 	Out    string
 	From   []string
 	Shards map[string][]string
+	Extra  any
 }
 
 // RunOne runs one stage with its output in one.Out. Unlike a pipeline stage
@@ -156,6 +162,13 @@ func (r *Runner) RunOne(ctx context.Context, one OneStage, opts RunOptions) (*St
 	}
 	out := resolvePath(cwd, one.Out)
 	cfg := &PipelineConfig{Name: spec.Name, WorkDir: filepath.Dir(out), dir: cwd, placed: map[string]string{spec.Name: out}}
+	if one.Extra != nil {
+		data, err := json.Marshal(one.Extra)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrConfig, spec.Name, err)
+		}
+		spec.extra = string(data)
+	}
 	spec.From = nil
 	for _, d := range one.From {
 		abs := resolvePath(cwd, d)

@@ -61,6 +61,10 @@ type StageSpec struct {
 	// without one. It is a check on the output, not part of the stage's
 	// fingerprint: changing it re-checks, it does not redo the stage.
 	MaxRejectFraction *float64 `yaml:"max_reject_fraction"`
+
+	// extra is the canonical JSON of settings outside Config that decide
+	// the stage's output (OneStage.Extra); part of the config hash.
+	extra string
 }
 
 var stageName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -183,8 +187,9 @@ func configHash(s StageSpec) (string, error) {
 	data, err := json.Marshal(struct {
 		Type   string `json:"type"`
 		From   []string
-		Config any `json:"config"`
-	}{s.Type, s.From, v})
+		Config any    `json:"config"`
+		Extra  string `json:"extra,omitempty"` // omitted: a pipeline's hash is what it was
+	}{s.Type, s.From, v, s.extra})
 	if err != nil {
 		return "", fmt.Errorf("%w: stage %s config: %v", ErrConfig, s.Name, err)
 	}

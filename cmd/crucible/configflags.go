@@ -179,7 +179,7 @@ func bindField(fs *pflag.FlagSet, v reflect.Value, name, help string) bool {
 // the config is a usage error naming it.
 func (s *stageFlags) apply() error {
 	if s.file != "" {
-		if err := decodeYAMLFile(s.file, s.cfg.Interface()); err != nil {
+		if err := s.decodeFile(); err != nil {
 			return err
 		}
 	}
@@ -225,6 +225,29 @@ func (s *stageFlags) apply() error {
 		}
 	}
 	return nil
+}
+
+// decodeFile decodes the --config file onto the config. A map the file
+// sets replaces the default one instead of adding to it (a file's
+// strata_weights is the whole mix), as the stages decode their blocks.
+func (s *stageFlags) decodeFile() error {
+	type saved struct {
+		field, def reflect.Value
+	}
+	var maps []saved
+	for _, f := range configFields(s.cfg.Elem(), "", nil, func(string) bool { return false }) {
+		if v := s.cfg.Elem().FieldByIndex(f.index); v.Kind() == reflect.Map && !v.IsNil() {
+			maps = append(maps, saved{v, reflect.ValueOf(v.Interface())})
+			v.SetZero()
+		}
+	}
+	err := decodeYAMLFile(s.file, s.cfg.Interface())
+	for _, m := range maps {
+		if m.field.IsNil() {
+			m.field.Set(m.def)
+		}
+	}
+	return err
 }
 
 // checkConfigKey reports whether a dotted YAML path names a field of t (a

@@ -111,8 +111,13 @@ func TestStageFlagsLayerFileFlagsSet(t *testing.T) {
 		t.Fatalf("layered config: %+v", cfg)
 	}
 	cfg, _, err = parseStageFlags(t, "--config", file)
-	if err != nil || cfg.MinRate != 0.1 || !cfg.On || cfg.Strength.Tools[0] != "iverilog" {
+	if err != nil || cfg.MinRate != 0.1 || !cfg.On || cfg.Strength.Tools[0] != "iverilog" || cfg.Weights["a"] != 1 {
 		t.Fatalf("file alone: %+v, %v", cfg, err)
+	}
+	// A map in the file is the whole map, not entries added to the default.
+	os.WriteFile(file, []byte("weights: {z: 2}\n"), 0o644)
+	if cfg, _, err = parseStageFlags(t, "--config", file); err != nil || len(cfg.Weights) != 1 || cfg.Weights["z"] != 2 {
+		t.Fatalf("file's map: %+v, %v", cfg.Weights, err)
 	}
 	os.WriteFile(file, []byte("bogus: 1\n"), 0o644)
 	if _, _, err := parseStageFlags(t, "--config", file); exitCode(context.Background(), err) != exitUsage || !strings.Contains(err.Error(), "bogus") {

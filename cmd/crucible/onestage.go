@@ -32,6 +32,11 @@ type commandStage struct {
 	// RunOne; Config is then its fingerprint.
 	Run     engine.StageFunc
 	Outputs []string
+	// Registry, when set, declares Type (a stage built with the command's
+	// own dependencies, e.g. select's judges); Extra are the flags those
+	// were built from, for the fingerprint.
+	Registry *engine.Registry
+	Extra    any
 }
 
 // runCommandStage runs a command's stage through engine.Runner.RunOne, the
@@ -45,18 +50,22 @@ func runCommandStage(ctx context.Context, w io.Writer, cs commandStage) (*engine
 	}
 	bars := progressBars()
 	defer bars.Wait()
-	reg := newRegistry()
-	if cs.Run != nil {
+	reg := cs.Registry
+	switch {
+	case reg != nil:
+	case cs.Run != nil:
 		reg = engine.NewRegistry()
 		reg.RegisterType(engine.StageType{Name: cs.Type, Parallelism: engine.PerPart, Outputs: cs.Outputs,
 			Factory: func(engine.StageConfig) (engine.Stage, error) { return cs.Run, nil }})
+	default:
+		reg = newRegistry()
 	}
 	if cs.Name == "" {
 		cs.Name = cs.Type
 	}
 	r := &engine.Runner{Registry: reg}
 	res, err := r.RunOne(ctx, engine.OneStage{Spec: engine.StageSpec{Name: cs.Name, Type: cs.Type, Inputs: cs.Inputs, Config: node},
-		Out: cs.Out, From: cs.From, Shards: cs.Shards}, engine.RunOptions{Force: cs.Force, Writer: cs.Writer, Progress: bars.Factory(), Log: slog.Default()})
+		Out: cs.Out, From: cs.From, Shards: cs.Shards, Extra: cs.Extra}, engine.RunOptions{Force: cs.Force, Writer: cs.Writer, Progress: bars.Factory(), Log: slog.Default()})
 	if err != nil {
 		return nil, err
 	}
