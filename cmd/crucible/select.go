@@ -268,35 +268,3 @@ func rowFiles(dir string) ([]string, error) {
 	sort.Strings(found)
 	return found, nil
 }
-
-// fileRefs are the manifest refs of a command's inputs: a directory (a task
-// folder) stands for every regular file under it; an input that cannot be
-// hashed is an error, never a ref silently left out.
-func fileRefs(paths []string) ([]engine.InputRef, error) {
-	refs := []engine.InputRef{}
-	for _, p := range paths {
-		files, err := engine.InputFiles(p)
-		if err != nil {
-			return nil, fmt.Errorf("%w: recording input %s in the manifest: %v", engine.ErrInput, p, err)
-		}
-		for _, f := range files {
-			h, err := engine.HashFile(f)
-			if err != nil {
-				return nil, fmt.Errorf("recording input %s in the manifest: %w", f, err)
-			}
-			refs = append(refs, engine.InputRef{Kind: "file", Path: f, SHA256: h})
-		}
-	}
-	return refs, nil
-}
-
-// relShards makes shard paths relative to the output directory, as
-// manifests record them.
-func relShards(infos []engine.ShardInfo) []engine.ShardInfo {
-	out := make([]engine.ShardInfo, len(infos))
-	for i, s := range infos {
-		s.Path = filepath.Base(s.Path)
-		out[i] = s
-	}
-	return out
-}

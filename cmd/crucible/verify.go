@@ -154,7 +154,7 @@ func runVerify(ctx context.Context, o VerifyOptions) error {
 		if err != nil {
 			return evidenceResult{}, err
 		}
-		cands, _, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
+		cands, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
 		if err != nil {
 			return evidenceResult{}, err
 		}
@@ -183,15 +183,14 @@ func runVerify(ctx context.Context, o VerifyOptions) error {
 
 // verifyCandidates is --self-check's reference candidates (in the form a
 // candidate takes: an RTL reference renamed to the candidate's top) or the
-// rows of --candidates, with the files they came from.
-func verifyCandidates(selfCheck bool, path string, items []engine.Item) ([]engine.Candidate, []string, error) {
+// rows of --candidates.
+func verifyCandidates(selfCheck bool, path string, items []engine.Item) ([]engine.Candidate, error) {
 	if !selfCheck {
 		paths, err := shardInputs([]string{path}, "candidates")
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		cands, err := engine.ReadAll[engine.Candidate](paths...)
-		return cands, paths, err
+		return engine.ReadAll[engine.Candidate](paths...)
 	}
 	cands := make([]engine.Candidate, 0, len(items))
 	for _, it := range items {
@@ -207,7 +206,7 @@ func verifyCandidates(selfCheck bool, path string, items []engine.Item) ([]engin
 		// gets its row: its self-check reports the reference unjudged.
 		cands = append(cands, engine.Candidate{ItemID: it.ItemID, CandidateID: engine.ReferenceCandidateID, Code: code})
 	}
-	return cands, nil, nil
+	return cands, nil
 }
 
 // verifyIOFlags adds the flags every verify command shares: what to judge

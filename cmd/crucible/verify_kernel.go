@@ -108,7 +108,7 @@ func runVerifyKernel(ctx context.Context, o VerifyKernelOptions) error {
 		if err != nil {
 			return evidenceResult{}, err
 		}
-		cands, _, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
+		cands, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
 		if err != nil {
 			return evidenceResult{}, err
 		}

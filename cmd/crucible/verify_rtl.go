@@ -134,7 +134,7 @@ func runVerifyRTL(ctx context.Context, o VerifyRTLOptions) error {
 			fmt.Fprintf(o.Stdout, "skipped %d non-RTL items (verify them with `crucible verify kernel`)\n", skipped)
 		}
 		items = rtlItems
-		cands, _, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
+		cands, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
 		if err != nil {
 			return evidenceResult{}, err
 		}
