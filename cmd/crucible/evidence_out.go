@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"time"
 
 	"github.com/crucible-data/crucible/engine"
 )
@@ -19,7 +21,14 @@ type evidenceCommand struct {
 	out               string
 	force             bool
 	writer            engine.WriterOptions
-	judge             func(ctx context.Context) (evidenceResult, error)
+	// load reads the items (and counts the rows rejected as items) and
+	// the candidates; judges builds the judges for the items.
+	load   func(ctx context.Context) ([]engine.Item, []engine.Candidate, int64, error)
+	judges func(items []engine.Item) (*engine.Judges, error)
+	// count adds the command's own counters; header is the summary's
+	// first line.
+	count  func(evs []engine.Evidence, items []engine.Item, counts map[string]int64)
+	header func(evs []engine.Evidence, items []engine.Item, judges *engine.Judges, elapsed time.Duration) string
 }
 
 // evidenceResult is what a verify command judged, for its manifest counts
@@ -29,7 +38,31 @@ type evidenceResult struct {
 	items    []engine.Item
 	rejected int64
 	counts   map[string]int64
-	header   string // the summary's first line
+	header   string
+}
+
+// judge loads, builds the judges and judges every candidate.
+func (ec evidenceCommand) judge(ctx context.Context) (evidenceResult, error) {
+	items, cands, rejected, err := ec.load(ctx)
+	if err != nil {
+		return evidenceResult{}, err
+	}
+	judges, err := ec.judges(items)
+	if err != nil {
+		return evidenceResult{}, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	defer judges.Close()
+	start := time.Now()
+	evs, err := judges.JudgeAll(ctx, engine.ItemsByID(items), cands)
+	if err != nil {
+		return evidenceResult{}, err
+	}
+	counts := map[string]int64{"items": int64(len(items)), "candidates": int64(len(cands)), "items_rejected": rejected}
+	if ec.count != nil {
+		ec.count(evs, items, counts)
+	}
+	return evidenceResult{evs: evs, items: items, rejected: rejected, counts: counts,
+		header: ec.header(evs, items, judges, time.Since(start))}, nil
 }
 
 func runEvidenceCommand(ctx context.Context, w io.Writer, ec evidenceCommand) error {

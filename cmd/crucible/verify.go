@@ -142,7 +142,7 @@ func runVerify(ctx context.Context, o VerifyOptions) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	judge := func(ctx context.Context) (evidenceResult, error) {
+	load := func(ctx context.Context) ([]engine.Item, []engine.Candidate, int64, error) {
 		var items []engine.Item
 		var rejected int64
 		var err error
@@ -152,33 +152,26 @@ func runVerify(ctx context.Context, o VerifyOptions) error {
 			items, _, rejected, err = loadRTLItems(ctx, o.Items, o.Preset)
 		}
 		if err != nil {
-			return evidenceResult{}, err
+			return nil, nil, 0, err
 		}
 		cands, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
-		if err != nil {
-			return evidenceResult{}, err
-		}
-		judges, err := verify.JudgesFor(items, o.Workers, rc, kc, slog.Default())
-		if err != nil {
-			return evidenceResult{}, fmt.Errorf("%w: %v", errUsage, err)
-		}
-		defer judges.Close()
-		start := time.Now()
-		evs, err := judges.JudgeAll(ctx, engine.ItemsByID(items), cands)
-		if err != nil {
-			return evidenceResult{}, err
-		}
-		counts := map[string]int64{"items": int64(len(items)), "candidates": int64(len(cands)), "items_rejected": rejected}
+		return items, cands, rejected, err
+	}
+	judges := func(items []engine.Item) (*engine.Judges, error) {
+		return verify.JudgesFor(items, o.Workers, rc, kc, slog.Default())
+	}
+	count := func(evs []engine.Evidence, items []engine.Item, counts map[string]int64) {
 		domainOf := domainsOf(items)
 		for _, ev := range evs {
 			counts["domain."+domainOf[ev.ItemID]+"."+ev.Status]++
 		}
-		return evidenceResult{evs: evs, items: items, rejected: rejected, counts: counts,
-			header: fmt.Sprintf("verified %d candidates for %d items in %.1fs (judges: %s; %d concurrent)", len(evs),
-				len(items), time.Since(start).Seconds(), strings.Join(judges.Domains(), ", "), judges.Workers())}, nil
+	}
+	header := func(evs []engine.Evidence, items []engine.Item, js *engine.Judges, elapsed time.Duration) string {
+		return fmt.Sprintf("verified %d candidates for %d items in %.1fs (judges: %s; %d concurrent)", len(evs),
+			len(items), elapsed.Seconds(), strings.Join(js.Domains(), ", "), js.Workers())
 	}
 	return runEvidenceCommand(ctx, o.Stdout, evidenceCommand{name: "verify", typ: "verify", config: cfg, items: o.Items,
-		candidates: o.Candidates, out: o.Out, force: o.Force, writer: o.Writer, judge: judge})
+		candidates: o.Candidates, out: o.Out, force: o.Force, writer: o.Writer, load: load, judges: judges, count: count, header: header})
 }
 
 // verifyCandidates is --self-check's reference candidates (in the form a

@@ -103,30 +103,22 @@ func runVerifyKernel(ctx context.Context, o VerifyKernelOptions) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	judge := func(ctx context.Context) (evidenceResult, error) {
+	load := func(ctx context.Context) ([]engine.Item, []engine.Candidate, int64, error) {
 		items, _, rejected, err := loadKernelItems(ctx, o.Items)
 		if err != nil {
-			return evidenceResult{}, err
+			return nil, nil, 0, err
 		}
 		cands, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
-		if err != nil {
-			return evidenceResult{}, err
-		}
+		return items, cands, rejected, err
+	}
+	judges := func([]engine.Item) (*engine.Judges, error) {
 		v, err := kernels.NewVerifier(cfg, slog.Default())
 		if err != nil {
-			return evidenceResult{}, fmt.Errorf("%w: %v", errUsage, err)
+			return nil, err
 		}
-		judges, err := engine.NewJudges(cfg.Workers, v)
-		if err != nil {
-			return evidenceResult{}, err
-		}
-		defer judges.Close()
-		start := time.Now()
-		evs, err := judges.JudgeAll(ctx, engine.ItemsByID(items), cands)
-		if err != nil {
-			return evidenceResult{}, err
-		}
-		counts := map[string]int64{"items": int64(len(items)), "candidates": int64(len(cands)), "items_rejected": rejected}
+		return engine.NewJudges(cfg.Workers, v)
+	}
+	count := func(evs []engine.Evidence, _ []engine.Item, counts map[string]int64) {
 		for _, ev := range evs {
 			for _, m := range ev.Measurements {
 				if strings.HasPrefix(m.Name, "exploit_") {
@@ -134,13 +126,14 @@ func runVerifyKernel(ctx context.Context, o VerifyKernelOptions) error {
 				}
 			}
 		}
-		return evidenceResult{evs: evs, items: items, rejected: rejected, counts: counts,
-			header: fmt.Sprintf("verified %d kernel candidates for %d items in %.1fs (backend %s, %d trials x %d reps)",
-				len(evs), len(items), time.Since(start).Seconds(), cfg.Backend, cfg.Trials, cfg.Reps)}, nil
+	}
+	header := func(evs []engine.Evidence, items []engine.Item, _ *engine.Judges, elapsed time.Duration) string {
+		return fmt.Sprintf("verified %d kernel candidates for %d items in %.1fs (backend %s, %d trials x %d reps)",
+			len(evs), len(items), elapsed.Seconds(), cfg.Backend, cfg.Trials, cfg.Reps)
 	}
 	return runEvidenceCommand(ctx, o.Stdout, evidenceCommand{name: "verify-kernel", typ: "verify_kernel",
 		config: verifyKernelConfig{o.Config, o.SelfCheck}, items: o.Items, candidates: o.Candidates,
-		out: o.Out, force: o.Force, writer: o.Writer, judge: judge})
+		out: o.Out, force: o.Force, writer: o.Writer, load: load, judges: judges, count: count, header: header})
 }
 
 // verifyKernelConfig is what decides `verify kernel`'s verdicts: its

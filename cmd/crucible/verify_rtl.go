@@ -117,10 +117,10 @@ func runVerifyRTL(ctx context.Context, o VerifyRTLOptions) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	judge := func(ctx context.Context) (evidenceResult, error) {
+	load := func(ctx context.Context) ([]engine.Item, []engine.Candidate, int64, error) {
 		items, _, rejected, err := loadRTLItems(ctx, o.Items, o.Preset)
 		if err != nil {
-			return evidenceResult{}, err
+			return nil, nil, 0, err
 		}
 		// Kernel items belong to `crucible verify kernel`; leave them out
 		// rather than report them as unjudged RTL tasks.
@@ -133,29 +133,19 @@ func runVerifyRTL(ctx context.Context, o VerifyRTLOptions) error {
 		if skipped := len(items) - len(rtlItems); skipped > 0 {
 			fmt.Fprintf(o.Stdout, "skipped %d non-RTL items (verify them with `crucible verify kernel`)\n", skipped)
 		}
-		items = rtlItems
-		cands, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
-		if err != nil {
-			return evidenceResult{}, err
-		}
-		judges, err := verify.JudgesFor(items, cfg.Workers, cfg, kernels.DefaultConfig(), nil)
-		if err != nil {
-			return evidenceResult{}, fmt.Errorf("%w: %v", errUsage, err)
-		}
-		defer judges.Close()
-		start := time.Now()
-		evs, err := judges.JudgeAll(ctx, engine.ItemsByID(items), cands)
-		if err != nil {
-			return evidenceResult{}, err
-		}
-		return evidenceResult{evs: evs, items: items, rejected: rejected,
-			counts: map[string]int64{"items": int64(len(items)), "candidates": int64(len(cands)), "items_rejected": rejected},
-			header: fmt.Sprintf("verified %d candidates for %d items in %.1fs (%s, %d workers)",
-				len(evs), len(items), time.Since(start).Seconds(), cfg.Simulator, cfg.Workers)}, nil
+		cands, err := verifyCandidates(o.SelfCheck, o.Candidates, rtlItems)
+		return rtlItems, cands, rejected, err
+	}
+	judges := func(items []engine.Item) (*engine.Judges, error) {
+		return verify.JudgesFor(items, cfg.Workers, cfg, kernels.DefaultConfig(), nil)
+	}
+	header := func(evs []engine.Evidence, items []engine.Item, _ *engine.Judges, elapsed time.Duration) string {
+		return fmt.Sprintf("verified %d candidates for %d items in %.1fs (%s, %d workers)",
+			len(evs), len(items), elapsed.Seconds(), cfg.Simulator, cfg.Workers)
 	}
 	return runEvidenceCommand(ctx, o.Stdout, evidenceCommand{name: "verify-rtl", typ: "verify_rtl",
 		config: verifyRTLConfig{o.Config, o.Preset, o.SelfCheck}, items: o.Items, candidates: o.Candidates,
-		out: o.Out, force: o.Force, writer: o.Writer, judge: judge})
+		out: o.Out, force: o.Force, writer: o.Writer, load: load, judges: judges, header: header})
 }
 
 // verifyRTLConfig is what decides `verify rtl`'s verdicts: its manifest's
