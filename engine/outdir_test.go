@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // placedRegistry is testRegistry with its source and double declared the
@@ -207,5 +208,30 @@ func TestRunOneReadsPlainFilesAsShards(t *testing.T) {
 	os.WriteFile(rows, []byte(`{"n":5,"text":"c"}`+"\n"), 0o644)
 	if res, _ := runOne(t, reg, one, false); res.Status != "ran" || res.Rows["nums"] != 1 {
 		t.Fatalf("changed file: %+v", res)
+	}
+}
+
+// RunOne takes the lock PrepareOutput takes (DIR/.locks), so a command run
+// through it and one still committing on its own never interleave their
+// clears and commits in the same --out DIR.
+func TestRunOneSharesPrepareOutputsLock(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "in0.txt"), []byte("x"), 0o644)
+	out := filepath.Join(dir, "out")
+	release, err := PrepareOutput(context.Background(), out, []string{"manifest.json"}, "nums")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]int{}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = (&Runner{Registry: placedRegistry(runs)}).RunOne(ctx, OneStage{Spec: sourceSpec(t, 1, filepath.Join(dir, "in0.txt")), Out: out},
+		RunOptions{Log: slog.New(slog.DiscardHandler)})
+	if !errors.Is(err, context.DeadlineExceeded) || runs["src"] != 0 {
+		t.Fatalf("RunOne while PrepareOutput holds the lock: %v after %d runs, want it to wait", err, runs["src"])
+	}
+	release()
+	if res, _ := runOne(t, placedRegistry(runs), OneStage{Spec: sourceSpec(t, 1, filepath.Join(dir, "in0.txt")), Out: out}, false); res.Status != "ran" {
+		t.Fatalf("after the lock was released: %s", res.Status)
 	}
 }
