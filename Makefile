@@ -37,6 +37,8 @@ bench: setup
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./kernels/
 	$(GO) run ./bench/rtl -rounds 2          # pool vs a plain sequential iverilog+vvp loop (VerilogEval)
 	$(GO) run ./bench/dedup                  # 20k x 2 KB docs, both LSH backends, recall/precision
+	$(GO) run ./bench/dedup -cli -n 1000000  # the crucible dedup command on 1M x 2 KB docs (2.3 GB JSONL): wall, CPU, peak RSS
+	$(GO) run ./bench/decontam               # decontam check: lexical docs/s per core; Yosys-rewritten VerilogEval: recall per method, behavioural cost, false flags
 	$(GO) test -run '^$$' -bench DedupEndToEnd -cpu 1 -benchtime 3x ./cmd/crucible/   # crucible dedup end to end (JSONL in, Parquet out) vs the in-memory ekzhu/minhash-lsh peer, GOMAXPROCS=1
 	$(GO) test -run '^$$' -bench IngestVsDuckDB -benchtime 1x ./cmd/crucible/   # crucible ingest of a 482 MB JSONL vs DuckDB's JSONL -> zstd Parquet, back to back
 	$(GO) test -run '^$$' -bench 'Tokenize|PackLengths' -benchmem -cpu 1 ./bench/pack/   # vs tiktoken-go
@@ -46,3 +48,9 @@ gpu-check:
 
 clean:
 	rm -rf bin out
+
+# Peak RSS of `crucible build` over 100k items made from the bundled seeds
+# (ingest -> verify -> dedup -> compose; bench/build100k/README.md). Not part of test or bench.
+.PHONY: bench-build100k
+bench-build100k: build
+	GO=$(GO) bash bench/build100k/run.sh $(BIN) /tmp/build100k

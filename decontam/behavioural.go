@@ -3,6 +3,7 @@ package decontam
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -41,6 +42,15 @@ type BehaviouralIndex struct {
 	Ifaces  []engine.Interface
 	Skipped []string         // "id: why" for problems whose interface Yosys could not read
 	byKey   map[string][]int // ShapeKey → Items
+	wrap    candidateFunc    // nil: RTL (rtlCandidate)
+	sigs    kernelSignatures // kernel problems: their argument signatures (behavioural_kernel.go)
+}
+
+func (bx *BehaviouralIndex) candidate() candidateFunc {
+	if bx.wrap == nil {
+		return rtlCandidate
+	}
+	return bx.wrap
 }
 
 // Executable reports whether an item carries a harness the RTL verifier can run.
@@ -48,7 +58,8 @@ func Executable(it engine.Item) bool {
 	return it.Domain == engine.DomainRTL && strings.TrimSpace(it.Verifier.Harness) != "" && strings.TrimSpace(it.Reference) != ""
 }
 
-// LoadBenchItems reads a benchmark file's executable RTL problems: rows in
+// LoadBenchItems reads a benchmark file's executable problems (RTL, and
+// CPU kernel tasks: ExecutableKernel): rows in
 // the VerilogEval shape (id, prompt, ref, test; the ingest preset
 // verilog-eval, ids as the id column gives them) or, when the file has none,
 // rows of the item contract (ingest preset items, ids item_id). Rows that
@@ -58,7 +69,7 @@ func LoadBenchItems(ctx context.Context, path string) ([]BenchItem, error) {
 		var out []BenchItem
 		g, err := ingest.New(preset, ingest.Sink{
 			Item: func(it engine.Item) error {
-				if Executable(it) {
+				if Executable(it) || ExecutableKernel(it) {
 					id := it.ItemID
 					if preset == ingest.PresetVerilogEval {
 						id = strings.TrimPrefix(id, it.Family+"/")
@@ -82,7 +93,11 @@ func LoadBenchItems(ctx context.Context, path string) ([]BenchItem, error) {
 	return nil, nil
 }
 
-// Extractor reads a design's interface (rtl.ExtractInterface: Yosys).
+// Extractor reads a design's interface (rtl.ExtractInterface: Yosys). A
+// design it cannot read is an rtl.ErrParse error (the design's fault: not
+// matched, counted in InterfaceErrors); any other error is the tool's
+// (counted in InterfaceUnjudged and reported through Unjudged: the row is
+// not known clean).
 type Extractor func(ctx context.Context, src, top string) (engine.Interface, error)
 
 // BehaviouralConfig configures a behavioural check.
@@ -90,6 +105,12 @@ type BehaviouralConfig struct {
 	MaxMappings int       // port mappings tried per pair (DefaultMaxMappings)
 	Workers     int       // concurrent interface extractions and simulations
 	Extract     Extractor // default rtl.ExtractInterface
+	// Unjudged, when set, is told of every (corpus row, benchmark problem)
+	// pair that ended with no pass and at least one simulation the judge
+	// could not judge: the pair is not known clean, and a caller that
+	// drops or keeps rows (the pipeline stage) must decide, not assume.
+	// Calls are serialised.
+	Unjudged func(record int64, corpusID, benchmarkID, why string)
 }
 
 func (c *BehaviouralConfig) defaults() {
@@ -143,32 +164,36 @@ func NewBehaviouralIndex(ctx context.Context, name string, items []BenchItem, cf
 // PairsCompatible (pairs of one shape key), never with Designs × Problems.
 type BehaviouralSummary struct {
 	Benchmark       string
-	Records         int64    // corpus rows read
-	Designs         int64    // Verilog code blocks found in them
-	InterfaceErrors int64    // designs whose interface Yosys could not read (not matched)
-	InterfaceSample []string // the first 10 of them: "corpus id/field: why"
-	Problems        int      // benchmark problems indexed (with a readable interface)
-	SkippedProblems int      // benchmark problems without one
-	PairsConsidered int64    // Designs (with an interface) × Problems
-	PairsPruned     int64    // of them, different shape keys: no simulation
-	PairsCompatible int64    // same shape key
-	PairsCapped     int64    // compatible pairs with more mappings than MaxMappings (first ones tried)
-	Simulations     int64    // candidate judgements run (wrapper × mapping)
-	Matches         int64    // (corpus row, benchmark problem) pairs that passed
-	Unjudged        int64    // simulations the verifier could not judge (never contamination)
-	UnjudgedSample  []string
-	CorpusItems     int // distinct contaminated corpus ids
-	BenchmarkItems  int // distinct benchmark problems hit
-	Wall            time.Duration
-	Top             []Match
+	Records         int64 // corpus rows read
+	Designs         int64 // Verilog code blocks found in them
+	InterfaceErrors int64 // designs whose interface Yosys could not read (not matched)
+	// InterfaceUnjudged: designs whose interface read failed for the
+	// tool's reasons, not the design's (isolation unavailable, exec
+	// failure): never matched, never clean; reported through Unjudged.
+	InterfaceUnjudged int64
+	InterfaceSample   []string // the first 10 of them: "corpus id/field: why"
+	Problems          int      // benchmark problems indexed (with a readable interface)
+	SkippedProblems   int      // benchmark problems without one
+	PairsConsidered   int64    // Designs (with an interface) × Problems
+	PairsPruned       int64    // of them, different shape keys: no simulation
+	PairsCompatible   int64    // same shape key
+	PairsCapped       int64    // compatible pairs with more mappings than MaxMappings (first ones tried)
+	Simulations       int64    // candidate judgements run (wrapper × mapping)
+	Matches           int64    // (corpus row, benchmark problem) pairs that passed
+	Unjudged          int64    // simulations the verifier could not judge (never contamination)
+	UnjudgedSample    []string
+	CorpusItems       int // distinct contaminated corpus ids
+	BenchmarkItems    int // distinct benchmark problems hit
+	Wall              time.Duration
+	Top               []Match
 }
 
 // String renders the summary.
 func (s BehaviouralSummary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "decontam %s (behavioural): %d designs in %d rows, %d problems (%d without a readable interface); %d pairs, %d pruned by interface shape, %d compatible (%d over the port-mapping cap); %d simulations in %s; %d contaminated, %d unjudged simulations, %d designs with no readable interface\n",
+	fmt.Fprintf(&b, "decontam %s (behavioural): %d designs in %d rows, %d problems (%d without a readable interface); %d pairs, %d pruned by interface shape, %d compatible (%d over the port-mapping cap); %d simulations in %s; %d contaminated, %d unjudged (simulations, or interface reads the tool failed), %d designs with no readable interface\n",
 		s.Benchmark, s.Designs, s.Records, s.Problems, s.SkippedProblems, s.PairsConsidered, s.PairsPruned, s.PairsCompatible, s.PairsCapped,
-		s.Simulations, s.Wall.Round(time.Millisecond), s.Matches, s.Unjudged, s.InterfaceErrors)
+		s.Simulations, s.Wall.Round(time.Millisecond), s.Matches, s.Unjudged+s.InterfaceUnjudged, s.InterfaceErrors)
 	fmt.Fprintf(&b, "  contaminated corpus items: %d; benchmark items hit: %d\n", s.CorpusItems, s.BenchmarkItems)
 	for _, m := range s.Top {
 		fmt.Fprintf(&b, "  %-30s ← %-30s behavioural (ports %s)\n", m.BenchmarkID, m.CorpusID, m.PortMapping)
@@ -198,6 +223,7 @@ type bhvDesign struct {
 	field, code, top string
 	iface            engine.Interface
 	err              error
+	infra            bool // err is the tool's fault, not the design's
 }
 
 // CheckBehavioural runs every corpus design against the benchmark problems
@@ -206,38 +232,105 @@ type bhvDesign struct {
 // counted in Unjudged and sampled, never a match.
 func CheckBehavioural(ctx context.Context, bx *BehaviouralIndex, judge engine.Judge, src Source, cfg BehaviouralConfig, fn func(record int64, m Match) error) (BehaviouralSummary, error) {
 	cfg.defaults()
+	return checkDesigns(ctx, bx, judge, recordDesigns(src, cfg), cfg, fn)
+}
+
+// designBatch is one corpus row's designs.
+type designBatch struct {
+	row     int64 // the row's place in the corpus (0-based)
+	id      string
+	designs []*bhvDesign
+}
+
+// designSource yields the corpus rows' designs with their interfaces read
+// (or the reason they could not be), in corpus order: from the rows
+// themselves (recordDesigns) or from a persisted corpus index (Index.designSource).
+type designSource func(ctx context.Context, fn func(designBatch) error) error
+
+// designChunk is how many rows recordDesigns reads interfaces for at once:
+// one design per row (a reference field) would otherwise run Yosys on one
+// core at a time.
+const designChunk = 64
+
+// recordDesigns reads each row's designs (codeBlocks of every field) and
+// their interfaces, designChunk rows at a time; every row yields a batch,
+// with or without designs, in corpus order.
+func recordDesigns(src Source, cfg BehaviouralConfig) designSource {
+	return func(ctx context.Context, fn func(designBatch) error) error {
+		var row int64
+		var chunk []designBatch
+		var flat []*bhvDesign
+		flush := func() error {
+			err := engine.FanOut(ctx, cfg.Workers, len(flat), func(ctx context.Context, i int) error {
+				d := flat[i]
+				if d.top == "" {
+					d.err = fmt.Errorf("no module declaration")
+					return nil
+				}
+				d.iface, d.err = cfg.Extract(ctx, d.code, d.top)
+				d.infra = d.err != nil && !errors.Is(d.err, rtl.ErrParse)
+				return ctx.Err()
+			})
+			for _, b := range chunk {
+				if err == nil {
+					err = fn(b)
+				}
+			}
+			chunk, flat = chunk[:0], flat[:0]
+			return err
+		}
+		err := src.Scan(ctx, func(r dedup.Record) error {
+			// Held past the callback: a Parquet reader's strings alias its
+			// record batch, so what is kept is copied.
+			b := designBatch{row: row, id: strings.Clone(r.ID)}
+			row++
+			for _, f := range r.Fields {
+				for _, code := range codeBlocks(f.Text) {
+					b.designs = append(b.designs, &bhvDesign{field: strings.Clone(f.Name), code: strings.Clone(code), top: topModule(code)})
+				}
+			}
+			chunk, flat = append(chunk, b), append(flat, b.designs...)
+			if len(chunk) >= designChunk {
+				return flush()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return flush()
+	}
+}
+
+// checkDesigns is CheckBehavioural over any design source.
+func checkDesigns(ctx context.Context, bx *BehaviouralIndex, judge engine.Judge, src designSource, cfg BehaviouralConfig, fn func(record int64, m Match) error) (BehaviouralSummary, error) {
 	start := time.Now()
 	s := BehaviouralSummary{Benchmark: bx.Name, Problems: len(bx.Items), SkippedProblems: len(bx.Skipped)}
 	corpusSet, benchSet := map[string]bool{}, map[string]bool{}
 	var mu sync.Mutex
-	var record int64
-	err := src.Scan(ctx, func(r dedup.Record) error {
-		defer func() { record++ }()
+	err := src(ctx, func(batch designBatch) error {
+		record, ds := batch.row, batch.designs
+		r := dedup.Record{ID: batch.id}
 		s.Records++
-		var ds []*bhvDesign
-		for _, f := range r.Fields {
-			for _, code := range codeBlocks(f.Text) {
-				ds = append(ds, &bhvDesign{field: f.Name, code: code, top: topModule(code)})
-			}
-		}
 		s.Designs += int64(len(ds))
-		if err := engine.FanOut(ctx, cfg.Workers, len(ds), func(ctx context.Context, i int) error {
-			d := ds[i]
-			if d.top == "" {
-				d.err = fmt.Errorf("no module declaration")
-				return nil
-			}
-			d.iface, d.err = cfg.Extract(ctx, d.code, d.top)
-			return nil
-		}); err != nil {
-			return err
-		}
 		type pair struct {
 			d     *bhvDesign
 			bench int
 		}
 		var pairs []pair
 		for _, d := range ds {
+			if d.err != nil && d.infra {
+				s.InterfaceUnjudged++
+				if len(s.UnjudgedSample) < 10 {
+					s.UnjudgedSample = append(s.UnjudgedSample, fmt.Sprintf("corpus %s/%s (row %d): interface: %v", r.ID, d.field, record+1, d.err))
+				}
+				if cfg.Unjudged != nil {
+					mu.Lock()
+					cfg.Unjudged(record, r.ID, "", "interface: "+d.err.Error())
+					mu.Unlock()
+				}
+				continue
+			}
 			if d.err != nil {
 				s.InterfaceErrors++
 				if len(s.InterfaceSample) < 10 {
@@ -256,7 +349,7 @@ func CheckBehavioural(ctx context.Context, bx *BehaviouralIndex, judge engine.Ju
 		found := make([]*Match, len(pairs))
 		if err := engine.FanOut(ctx, cfg.Workers, len(pairs), func(ctx context.Context, i int) error {
 			p := pairs[i]
-			m, sims, capped, unjudged, err := runPair(ctx, judge, bx.Items[p.bench], bx.Ifaces[p.bench], p.d, cfg.MaxMappings)
+			m, sims, capped, unjudged, err := runPair(ctx, judge, bx.candidate(), bx.Items[p.bench], bx.Ifaces[p.bench], p.d, cfg.MaxMappings)
 			mu.Lock()
 			defer mu.Unlock()
 			s.Simulations += int64(sims)
@@ -272,6 +365,8 @@ func CheckBehavioural(ctx context.Context, bx *BehaviouralIndex, judge engine.Ju
 			if m != nil {
 				m.CorpusID, m.Benchmark = r.ID, bx.Name
 				found[i] = m
+			} else if len(unjudged) > 0 && cfg.Unjudged != nil {
+				cfg.Unjudged(record, r.ID, bx.Items[p.bench].ID, unjudged[0])
 			}
 			return err
 		}); err != nil {
@@ -299,20 +394,36 @@ func CheckBehavioural(ctx context.Context, bx *BehaviouralIndex, judge engine.Ju
 	return s, err
 }
 
-// runPair tries the pair's mappings until one passes the problem's harness.
-func runPair(ctx context.Context, judge engine.Judge, bi BenchItem, biface engine.Interface, d *bhvDesign, limit int) (*Match, int, bool, []string, error) {
-	maps, total := PortMappings(biface, d.iface, limit)
+// candidateFunc builds, for one benchmark problem and one corpus design,
+// the candidate source of each port mapping: the design under another
+// name and a wrapper with the problem's entry point. An error means the
+// design cannot be wrapped (the pair is unjudged).
+type candidateFunc func(bi BenchItem, biface engine.Interface, d *bhvDesign) (func(PortMapping) string, error)
+
+// rtlCandidate renames the design's top module to behaviouralDUT and wraps
+// it in a module with the problem's top name and ports.
+func rtlCandidate(bi BenchItem, biface engine.Interface, d *bhvDesign) (func(PortMapping) string, error) {
 	inner, err := rtl.RenameModule(d.code, d.top, behaviouralDUT)
 	if err != nil {
-		return nil, 0, false, []string{fmt.Sprintf("bhvDesign top %s: %v", d.top, err)}, nil
+		return nil, err
 	}
 	top := bi.Item.Interface.Top
 	if top == "" {
 		top = rtl.DefaultDUTName
 	}
+	return func(pm PortMapping) string { return inner + wrapperModule(top, biface, pm) }, nil
+}
+
+// runPair tries the pair's mappings until one passes the problem's harness.
+func runPair(ctx context.Context, judge engine.Judge, wrap candidateFunc, bi BenchItem, biface engine.Interface, d *bhvDesign, limit int) (*Match, int, bool, []string, error) {
+	maps, total := PortMappings(biface, d.iface, limit)
+	candidate, err := wrap(bi, biface, d)
+	if err != nil {
+		return nil, 0, false, []string{fmt.Sprintf("design top %s: %v", d.top, err)}, nil
+	}
 	var unjudged []string
 	for i, pm := range maps {
-		code := inner + wrapperModule(top, biface, pm)
+		code := candidate(pm)
 		ev, err := judge.Judge(ctx, bi.Item, engine.Candidate{ItemID: bi.Item.ItemID, CandidateID: "decontam-behavioural", Code: code})
 		if err != nil {
 			return nil, i + 1, total > limit, unjudged, err

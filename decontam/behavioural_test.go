@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crucible-data/crucible/decontam/decontamtest"
 	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/internal/testenv"
@@ -63,19 +64,6 @@ func TestCodeBlocksAndTop(t *testing.T) {
 	}
 	if bs := codeBlocks("a module named X is wanted; no code here, see endmodule"); len(bs) != 0 {
 		t.Errorf("prose gave blocks %q", bs)
-	}
-}
-
-// behaviouralTools skips (or, under CI, fails) without Icarus and Yosys.
-func behaviouralTools(t *testing.T) {
-	t.Helper()
-	for _, tool := range []string{"iverilog", "vvp", "yosys"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s not found (CI is set)", tool)
-			}
-			t.Skipf("%s not found; behavioural matching needs Icarus and Yosys", tool)
-		}
 	}
 }
 
@@ -169,7 +157,7 @@ func caseRewrite(t *testing.T, ref string, iface engine.Interface, rename bool) 
 }
 
 func TestBehaviouralCatchesTruthTableRewrites(t *testing.T) {
-	behaviouralTools(t)
+	decontamtest.RequireBehaviouralTools(t)
 	ctx := context.Background()
 	path := testenv.Dataset(t, "verilog-eval/spec-to-rtl.jsonl")
 	all, err := LoadBenchItems(ctx, path)
@@ -364,7 +352,7 @@ endmodule
 }
 
 func TestBehaviouralCatchesReencodedFSM(t *testing.T) {
-	behaviouralTools(t)
+	decontamtest.RequireBehaviouralTools(t)
 	ctx := context.Background()
 	path := testenv.Dataset(t, "verilog-eval/spec-to-rtl.jsonl")
 	all, err := LoadBenchItems(ctx, path)

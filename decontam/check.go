@@ -53,18 +53,38 @@ func (s RecordSlice) Scan(ctx context.Context, fn func(dedup.Record) error) erro
 // corpus index has one entry per item with its fields joined, as corpus
 // items are checked whole.
 func BuildIndex(ctx context.Context, cfg Config, dir, name, side string, src Source) (IndexMeta, error) {
+	return BuildIndexWith(ctx, cfg, dir, name, side, src, IndexOptions{})
+}
+
+// BuildIndexWith is BuildIndex with options: a corpus index with its
+// interface index (IndexOptions.Designs) for behavioural matching.
+func BuildIndexWith(ctx context.Context, cfg Config, dir, name, side string, src Source, opt IndexOptions) (IndexMeta, error) {
 	if side != SideBenchmark && side != SideCorpus {
 		return IndexMeta{}, fmt.Errorf("%w: side %q (want benchmark|corpus)", ErrConfig, side)
+	}
+	if opt.Designs != nil && side != SideCorpus {
+		return IndexMeta{}, fmt.Errorf("%w: an interface index is built for a corpus index only (a benchmark's harnesses are read from its file)", ErrConfig)
 	}
 	b, err := NewBuilder(cfg, dir, name, side)
 	if err != nil {
 		return IndexMeta{}, err
+	}
+	if opt.Designs != nil {
+		if b.designs, err = newDesignWriter(dir, *opt.Designs, &b.meta); err != nil {
+			os.RemoveAll(b.tmp)
+			return IndexMeta{}, err
+		}
 	}
 	err = src.Scan(ctx, func(r dedup.Record) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if side == SideCorpus {
+			if b.designs != nil {
+				if err := b.designs.add(ctx, r); err != nil {
+					return err
+				}
+			}
 			return b.Add(r.ID, fieldNames(r), r.Text())
 		}
 		for _, f := range r.Fields {
@@ -74,6 +94,11 @@ func BuildIndex(ctx context.Context, cfg Config, dir, name, side string, src Sou
 		}
 		return nil
 	})
+	if err == nil && b.designs != nil {
+		err = b.designs.close(ctx)
+	} else if b.designs != nil {
+		b.designs.f.Close()
+	}
 	if err != nil {
 		os.RemoveAll(b.tmp)
 		return IndexMeta{}, err
@@ -172,31 +197,73 @@ func Check(ctx context.Context, ix *Index, src Source, workers int, fn func(Matc
 // source, the row's place among all rows of all files). Rows are told apart
 // by place, not by id, so two corpus rows sharing an id are not confused.
 func CheckRecords(ctx context.Context, ix *Index, src Source, workers int, fn func(record int64, m Match) error) (Summary, error) {
+	sums, err := checkRecords(ctx, []*Index{ix}, src, workers, func(_ int, record int64, m Match) error { return fn(record, m) })
+	return sums[0], err
+}
+
+// CheckRecordsAll checks src against several benchmark indexes in one pass:
+// each corpus text is read, tokenised, hashed into n-grams and signed once
+// (every index's window lengths at once) and matched against every index
+// in turn; fn gets the index's position in ixs. Matches come record by
+// record, each record's in ixs order — the same set, with the same
+// summaries, as one CheckRecords per index, in another order. Indexes whose
+// analysis settings differ (a persisted index keeps its own) or a corpus
+// index (reverse direction) are checked one at a time, in ixs order.
+func CheckRecordsAll(ctx context.Context, ixs []*Index, src Source, workers int, fn func(i int, record int64, m Match) error) ([]Summary, error) {
+	if sharesAnalysis(ixs) {
+		return checkRecords(ctx, ixs, src, workers, fn)
+	}
+	sums := make([]Summary, 0, len(ixs))
+	for i, ix := range ixs {
+		s, err := checkRecords(ctx, []*Index{ix}, src, workers, func(_ int, record int64, m Match) error { return fn(i, record, m) })
+		sums = append(sums, s[0])
+		if err != nil {
+			return sums, err
+		}
+	}
+	return sums, nil
+}
+
+// checkRecords matches every query of src against every index of ixs (one
+// corpus index alone for the reverse direction, several benchmark indexes
+// sharing their analysis settings), a batch of queries at a time spread
+// over the workers, fn called in input order.
+func checkRecords(ctx context.Context, ixs []*Index, src Source, workers int, fn func(i int, record int64, m Match) error) ([]Summary, error) {
 	workers = max(workers, 1)
-	forward := ix.Meta.Side != SideCorpus
-	s := Summary{Benchmark: ix.Meta.Name, Threshold: ix.Meta.Config.Threshold, ReportMin: ix.Meta.Config.ReportMin,
-		corpusSet: map[string]bool{}, benchSet: map[string]bool{}}
-	if forward {
-		s.Direction = "corpus→benchmark-index"
-		s.BenchmarkEntries = len(ix.Entries)
-	} else {
-		s.Direction = "benchmark→corpus-index"
+	forward := ixs[0].Meta.Side != SideCorpus
+	sums := make([]Summary, len(ixs))
+	for i, ix := range ixs {
+		sums[i] = Summary{Benchmark: ix.Meta.Name, Threshold: ix.Meta.Config.Threshold, ReportMin: ix.Meta.Config.ReportMin,
+			corpusSet: map[string]bool{}, benchSet: map[string]bool{}}
+		if forward {
+			sums[i].Direction = "corpus→benchmark-index"
+			sums[i].BenchmarkEntries = len(ix.Entries)
+		} else {
+			sums[i].Direction = "benchmark→corpus-index"
+		}
 	}
 	var bench *benchGrams
 	if !forward {
 		var err error
-		if bench, src, err = collectBenchGrams(ctx, ix, src); err != nil {
-			return s, err
+		if bench, src, err = collectBenchGrams(ctx, ixs[0], src); err != nil {
+			return sums, err
 		}
 	}
-	matchers := make([]*Matcher, workers)
-	for i := range matchers {
-		matchers[i] = ix.NewMatcher()
-		matchers[i].bench = bench
+	// One matcher per worker and index; with several indexes a worker's
+	// query is prepared once for all of them, with every index's lengths.
+	matchers := make([][]*Matcher, workers)
+	prep := make([]prepared, workers)
+	lens := unionLens(ixs)
+	for w := range matchers {
+		for _, ix := range ixs {
+			m := ix.NewMatcher()
+			m.bench = bench
+			matchers[w] = append(matchers[w], m)
+		}
 	}
 	const batchSize = 256
 	batch := make([]query, 0, batchSize)
-	results := make([][]Match, batchSize)
+	results := make([][][]Match, batchSize)
 	flush := func() error {
 		g, gctx := errgroup.WithContext(ctx)
 		chunk := (len(batch) + workers - 1) / workers
@@ -210,9 +277,22 @@ func CheckRecords(ctx context.Context, ix *Index, src Source, workers int, fn fu
 					if gctx.Err() != nil {
 						return gctx.Err()
 					}
-					var err error
-					if results[i], err = matchers[w].Match(batch[i].id, batch[i].field, batch[i].text); err != nil {
-						return err
+					results[i] = results[i][:0]
+					if len(ixs) == 1 {
+						ms, err := matchers[w][0].Match(batch[i].id, batch[i].field, batch[i].text)
+						if err != nil {
+							return err
+						}
+						results[i] = append(results[i], ms)
+						continue
+					}
+					prep[w].prepare(batch[i].text, ixs[0].Meta.Config, lens)
+					for _, m := range matchers[w] {
+						ms, err := m.matchPrepared(&prep[w], batch[i].id, batch[i].field, true)
+						if err != nil {
+							return err
+						}
+						results[i] = append(results[i], ms)
 					}
 				}
 				return nil
@@ -222,10 +302,12 @@ func CheckRecords(ctx context.Context, ix *Index, src Source, workers int, fn fu
 			return err
 		}
 		for i := range batch {
-			for _, m := range results[i] {
-				s.add(m)
-				if err := fn(batch[i].record, m); err != nil {
-					return err
+			for k, ms := range results[i] {
+				for _, m := range ms {
+					sums[k].add(m)
+					if err := fn(k, batch[i].record, m); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -233,7 +315,9 @@ func CheckRecords(ctx context.Context, ix *Index, src Source, workers int, fn fu
 		return nil
 	}
 	push := func(q query) error {
-		s.Queries++
+		for k := range sums {
+			sums[k].Queries++
+		}
 		batch = append(batch, q)
 		if len(batch) == batchSize {
 			return flush()
@@ -247,7 +331,7 @@ func CheckRecords(ctx context.Context, ix *Index, src Source, workers int, fn fu
 			return push(query{r.ID, fieldNames(r), r.Text(), record})
 		}
 		for _, f := range r.Fields {
-			s.BenchmarkEntries++
+			sums[0].BenchmarkEntries++
 			if err := push(query{r.ID, f.Name, f.Text, record}); err != nil {
 				return err
 			}
@@ -257,8 +341,10 @@ func CheckRecords(ctx context.Context, ix *Index, src Source, workers int, fn fu
 	if err == nil {
 		err = flush()
 	}
-	s.CorpusItems, s.BenchmarkItems = len(s.corpusSet), len(s.benchSet)
-	return s, err
+	for k := range sums {
+		sums[k].CorpusItems, sums[k].BenchmarkItems = len(sums[k].corpusSet), len(sums[k].benchSet)
+	}
+	return sums, err
 }
 
 func (s *Summary) add(m Match) {

@@ -157,11 +157,22 @@ type IndexMeta struct {
 	Records int64       `json:"records"`
 	Items   int         `json:"items"`  // distinct items (consecutive entries with one id are one item)
 	Common  int64       `json:"common"` // n-gram keys suppressed as too common
+	// Behavioural (version 3, corpus side): the index holds its interface
+	// index (designs.jsonl, behavioural_index.go), so a benchmark checked
+	// against it is matched behaviourally too. Designs counts the designs
+	// in it, DesignErrors those whose interface could not be read,
+	// DesignRows the corpus rows scanned for them.
+	Behavioural  bool  `json:"behavioural,omitempty"`
+	Designs      int64 `json:"designs,omitempty"`
+	DesignErrors int64 `json:"design_errors,omitempty"`
+	DesignRows   int64 `json:"design_rows,omitempty"`
 }
 
-// indexVersion 2 added document-frequency suppression (tagCommon, Entry.Common).
-// A version 1 index is read without suppression.
-const indexVersion = 2
+// indexVersion 2 added document-frequency suppression (tagCommon,
+// Entry.Common); 3 the interface index of corpus indexes (Behavioural).
+// A version 1 index is read without suppression, versions 1 and 2 as
+// lexical-only (Index.BehaviouralUnavailable says so).
+const indexVersion = 3
 
 // Index file names inside an index directory.
 const (
@@ -194,6 +205,7 @@ type Builder struct {
 	// counted in items (a benchmark item's prompt and ref are one item).
 	entryItem []int32
 	lastID    string
+	designs   *designWriter // the interface index, when built (IndexOptions.Designs)
 }
 
 // NewBuilder starts an index in dir (created; must not already hold an index).

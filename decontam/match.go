@@ -24,6 +24,7 @@ const fenceEvery = 1024 // records per fence block (16 KiB)
 
 // Index is an opened index directory.
 type Index struct {
+	Dir     string // the index directory
 	Meta    IndexMeta
 	Entries []Entry
 	sigs    []uint64 // loaded signatures (small indexes)
@@ -49,23 +50,37 @@ func (ix *Index) buildPrefix() {
 	}
 }
 
-// Open loads an index directory written by Builder.
-func Open(dir string) (*Index, error) {
+// readMeta reads an index directory's meta.json, upgrading older versions
+// in memory: 1 has no document-frequency suppression, 1 and 2 no interface
+// index.
+func readMeta(dir string) (IndexMeta, error) {
+	var meta IndexMeta
 	raw, err := os.ReadFile(filepath.Join(dir, metaFile))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s is not an index (no %s): %v", ErrInput, dir, metaFile, err)
+		return meta, fmt.Errorf("%w: %s is not an index (no %s): %v", ErrInput, dir, metaFile, err)
 	}
-	ix := &Index{}
-	if err := json.Unmarshal(raw, &ix.Meta); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInput, filepath.Join(dir, metaFile), err)
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return meta, fmt.Errorf("%w: %s: %v", ErrInput, filepath.Join(dir, metaFile), err)
 	}
-	switch ix.Meta.Version {
+	switch meta.Version {
 	case indexVersion:
-	case 1: // before document-frequency suppression: nothing is marked common
-		ix.Meta.Config.MaxDocFreq = 1
+	case 2:
+		meta.Behavioural = false
+	case 1:
+		meta.Config.MaxDocFreq, meta.Behavioural = 1, false
 	default:
-		return nil, fmt.Errorf("%w: %s: index version %d, want %d", ErrInput, dir, ix.Meta.Version, indexVersion)
+		return meta, fmt.Errorf("%w: %s: index version %d, want %d", ErrInput, dir, meta.Version, indexVersion)
 	}
+	return meta, nil
+}
+
+// Open loads an index directory written by Builder.
+func Open(dir string) (*Index, error) {
+	meta, err := readMeta(dir)
+	if err != nil {
+		return nil, err
+	}
+	ix := &Index{Dir: dir, Meta: meta}
 	ef, err := os.Open(filepath.Join(dir, entriesFile))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
@@ -267,12 +282,12 @@ type Match struct {
 type Matcher struct {
 	ix    *Index
 	cfg   Config
-	ti    tokenInfo
+	own   prepared  // the query as Match prepares it
+	q     *prepared // the query being matched (own, or one shared by several matchers)
+	lens  []bool    // window lengths of the index (Meta.Lens), by length
 	grams []gram
 	runs  []gramRun
 	found []posting
-	shing []uint64
-	sig   []uint64
 	esig  []uint64
 	keys  []uint64
 	buf   []byte
@@ -311,10 +326,36 @@ const maxWindows = 4096
 // Overlap ratios are always relative to the benchmark text's n-grams that
 // count: grams too common (Config.MaxDocFreq) count on neither side.
 func (m *Matcher) Match(queryID, queryField, text string) ([]Match, error) {
+	m.own.prepare(text, m.cfg, m.ix.Meta.Lens)
+	return m.matchPrepared(&m.own, queryID, queryField, false)
+}
+
+// matchPrepared matches a prepared query. With filter, p holds grams of
+// window lengths other indexes asked for (CheckRecordsAll): only the
+// lengths of this index, and the whole-text gram of a short query, count.
+func (m *Matcher) matchPrepared(p *prepared, queryID, queryField string, filter bool) ([]Match, error) {
 	cfg := m.cfg
-	m.ti.analyse(text, cfg.lang())
-	m.grams = textGrams(&m.ti, cfg, m.ix.Meta.Lens, m.grams[:0])
-	slices.SortFunc(m.grams, func(x, y gram) int { return cmpU64(x.hash, y.hash) })
+	m.q = p
+	if !filter {
+		m.grams = p.grams
+	} else {
+		if m.lens == nil {
+			for _, L := range m.ix.Meta.Lens {
+				for len(m.lens) <= L {
+					m.lens = append(m.lens, false)
+				}
+				m.lens[L] = true
+			}
+		}
+		n := len(p.ti.lex)
+		whole := n >= cfg.MinTokens && n < cfg.NGram
+		m.grams = m.grams[:0]
+		for _, g := range p.grams {
+			if L := int(g.len); L < len(m.lens) && m.lens[L] || whole && L == n {
+				m.grams = append(m.grams, g)
+			}
+		}
+	}
 	clear(m.hits)
 	forward := m.ix.Meta.Side != SideCorpus
 	// Look every distinct gram up once, noting whether it is common: the
@@ -376,10 +417,8 @@ func (m *Matcher) Match(queryID, queryField, text string) ([]Match, error) {
 	}
 	// MinHash channel: band-key postings give candidates, signatures the estimate.
 	sims := map[int32]float64{}
-	m.shing = m.ti.structuralShingles(m.shing[:0], cfg.ShingleN)
-	m.sig = dedup.Signer{K: cfg.NumPerm, Seed: cfg.Seed}.Sign(m.shing, m.sig)
-	if m.sig != nil {
-		m.keys = dedup.BandKeys(m.sig, m.ix.Meta.Bands.B, m.ix.Meta.Bands.R, m.keys)
+	if p.sig != nil {
+		m.keys = dedup.BandKeys(p.sig, m.ix.Meta.Bands.B, m.ix.Meta.Bands.R, m.keys)
 		for band, k := range m.keys {
 			err := m.ix.lookup(k, &m.buf, func(entry int32, tag uint32) {
 				if tag == uint32(tagBand0+band) {
@@ -395,7 +434,7 @@ func (m *Matcher) Match(queryID, queryField, text string) ([]Match, error) {
 			if m.esig, err = m.ix.signature(e, m.esig); err != nil {
 				return nil, err
 			}
-			sims[e] = dedup.Estimate(m.sig, m.esig)
+			sims[e] = dedup.Estimate(p.sig, m.esig)
 		}
 	}
 	var out []Match
@@ -436,7 +475,7 @@ func (m *Matcher) Match(queryID, queryField, text string) ([]Match, error) {
 		}
 		mt.Contaminated = mt.Score >= cfg.Threshold
 		if h != nil {
-			mt.Spans, mt.Excerpt = m.spans(h, text)
+			mt.Spans, mt.Excerpt = m.spans(h, p.text)
 			mt.SharedWith = m.sharedWith(e, h, queryID, forward)
 		}
 		out = append(out, mt)
@@ -508,7 +547,7 @@ func (m *Matcher) spans(h *hit, text string) ([]Span, string) {
 	out := make([]Span, 0, len(toks))
 	best := 0
 	for i, t := range toks {
-		s := Span{Start: int64(m.ti.tok.SrcStart[t[0]]), End: int64(m.ti.tok.SrcEnd[t[1]-1])}
+		s := Span{Start: int64(m.q.ti.tok.SrcStart[t[0]]), End: int64(m.q.ti.tok.SrcEnd[t[1]-1])}
 		out = append(out, s)
 		if s.End-s.Start > out[best].End-out[best].Start {
 			best = i

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/kernels"
+	"github.com/crucible-data/crucible/rtl"
 )
 
 // DefaultBenchmarkFields are the text fields tried on benchmark files when
@@ -32,12 +34,50 @@ type StageConfig struct {
 	Benchmarks []BenchmarkSpec `yaml:"benchmarks"`
 	Fields     []string        `yaml:"fields"` // item fields checked: instruction, reference (default both)
 	Workers    int             `yaml:"workers"`
+	// Methods are the matchings run: lexical (n-gram and MinHash overlap)
+	// and behavioural (execution against the benchmark's harnesses: RTL
+	// problems with Icarus and Yosys, CPU kernel tasks with the kernel
+	// verifier; a benchmark index directory holds no harnesses). The
+	// default is lexical alone, unlike `decontam check --method auto`: a
+	// pipeline's output must not depend on which tools the host happens to
+	// have, so behavioural is asked for by name, and a stage asking for it
+	// fails where it cannot run instead of silently matching less.
+	Methods []string `yaml:"methods"`
+	// RTL is the verifier behavioural matching judges with: the verify_rtl
+	// stage's block (simulator, limits, retries, strength audit, cache).
+	RTL rtl.StageConfig `yaml:"rtl"`
+	// Kernel is the verifier kernel problems (CPU kernel tasks in a
+	// benchmark of items) are judged with: the verify_kernel stage's block.
+	// It is built only when a benchmark has kernel problems.
+	Kernel      kernels.StageConfig `yaml:"kernel"`
+	MaxMappings int                 `yaml:"max_mappings"` // port mappings tried per pair (DefaultMaxMappings)
+	// OnUnjudged rules on an item some of whose behavioural simulations
+	// could not be judged (simulator crash, timeout) and none passed:
+	// reject (default: reason unjudged; the item is not known clean) or
+	// keep (counted in behavioural.unjudged_items either way).
+	OnUnjudged string `yaml:"on_unjudged"`
 }
+
+// Stage match methods (StageConfig.Methods).
+const (
+	MethodLexical = "lexical"
+	// MethodBehavioural (behavioural.go) is also Match.Method.
+)
+
+// Rulings on unjudged items (StageConfig.OnUnjudged).
+const (
+	UnjudgedReject = "reject"
+	UnjudgedKeep   = "keep"
+)
 
 // DefaultStageConfig returns the stage defaults (benchmarks must be set).
 func DefaultStageConfig() StageConfig {
-	return StageConfig{Config: DefaultConfig(), Fields: []string{"instruction", "reference"}, Workers: runtime.GOMAXPROCS(0)}
+	return StageConfig{Config: DefaultConfig(), Fields: []string{"instruction", "reference"}, Workers: runtime.GOMAXPROCS(0),
+		Methods: []string{MethodLexical}, RTL: rtl.DefaultStageConfig(), Kernel: kernels.DefaultStageConfig(), MaxMappings: DefaultMaxMappings, OnUnjudged: UnjudgedReject}
 }
+
+// has reports whether the stage runs method.
+func (c StageConfig) has(method string) bool { return slices.Contains(c.Methods, method) }
 
 // Validate reports every bad field.
 func (c StageConfig) Validate() error {
@@ -61,6 +101,20 @@ func (c StageConfig) Validate() error {
 	if c.Workers < 1 {
 		bad = append(bad, fmt.Sprintf("workers=%d (want ≥1)", c.Workers))
 	}
+	if len(c.Methods) == 0 {
+		bad = append(bad, "methods: empty (want lexical and/or behavioural)")
+	}
+	for i, m := range c.Methods {
+		if m != MethodLexical && m != MethodBehavioural {
+			bad = append(bad, fmt.Sprintf("methods[%d]: %q (want lexical|behavioural)", i, m))
+		}
+	}
+	if c.MaxMappings < 1 {
+		bad = append(bad, fmt.Sprintf("max_mappings=%d (want ≥1)", c.MaxMappings))
+	}
+	if c.OnUnjudged != UnjudgedReject && c.OnUnjudged != UnjudgedKeep {
+		bad = append(bad, fmt.Sprintf("on_unjudged: %q (want reject|keep)", c.OnUnjudged))
+	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%w: decontam stage: %s", ErrConfig, strings.Join(bad, "; "))
 	}
@@ -83,10 +137,7 @@ func OpenBenchmark(ctx context.Context, cfg Config, spec BenchmarkSpec, tmpRoot 
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("%w: benchmark %s: %v", ErrInput, spec.Path, err)
 	}
-	name := spec.Name
-	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(spec.Path), filepath.Ext(spec.Path))
-	}
+	name := spec.DisplayName()
 	idf := spec.IDField
 	if idf == "" {
 		idf = "id"
@@ -135,7 +186,8 @@ func (s itemRecords) Scan(ctx context.Context, fn func(dedup.Record) error) erro
 	})
 }
 
-// RejectionDetail is the JSON in a `contaminated` rejection's Detail.
+// RejectionDetail is the JSON in a `contaminated` (or, for behavioural
+// matching, `unjudged`) rejection's Detail.
 type RejectionDetail struct {
 	Benchmark      string  `json:"benchmark"`
 	BenchmarkID    string  `json:"benchmark_id"`
@@ -146,10 +198,19 @@ type RejectionDetail struct {
 	// SharedWith: other benchmark items holding every matched n-gram
 	// (Match.SharedWith): the copy may be of any of them.
 	SharedWith []string `json:"shared_with,omitempty"`
+	// PortMapping (behavioural): the benchmark port each of the item's
+	// design ports played when it passed the benchmark's harness.
+	PortMapping string `json:"port_mapping,omitempty"`
+	// Unjudged (reason unjudged): the first pair the judge could not judge.
+	Unjudged string `json:"unjudged,omitempty"`
 }
 
 // RegisterStages adds the "decontam" stage type.
-func RegisterStages(reg *engine.Registry) {
+func RegisterStages(reg *engine.Registry, opts ...StageOption) {
+	var deps stageDeps
+	for _, o := range opts {
+		o(&deps)
+	}
 	reg.RegisterType(engine.StageType{Name: "decontam", Config: StageConfig{}, Parallelism: engine.PerPart, Outputs: []string{"items", "rejections", "decontam_matches"},
 		Factory: func(scfg engine.StageConfig) (engine.Stage, error) {
 			cfg := DefaultStageConfig()
@@ -162,36 +223,38 @@ func RegisterStages(reg *engine.Registry) {
 			if err := cfg.Validate(); err != nil {
 				return nil, err
 			}
-			return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error { return runStage(ctx, sc, cfg) }), nil
-		}, Doc: "removes items that overlap benchmark items (13-gram lexical/structural overlap, MinHash); rejection reason contaminated with the benchmark id"})
+			var vc verifierConfigs
+			if cfg.has(MethodBehavioural) {
+				var err error
+				if vc.rtl, err = cfg.RTL.VerifierConfig(scfg.Path); err != nil && deps.judge == nil {
+					return nil, fmt.Errorf("%w: stage %s: rtl: %w", ErrConfig, scfg.Name, err)
+				}
+				if vc.kernel, err = cfg.Kernel.VerifierConfig(); err != nil && deps.kernelJudge == nil {
+					return nil, fmt.Errorf("%w: stage %s: kernel: %w", ErrConfig, scfg.Name, err)
+				}
+			}
+			cache := &behaviouralCache{}
+			return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
+				return runStage(ctx, sc, cfg, vc, deps, cache)
+			}), nil
+		}, Doc: "removes items that overlap benchmark items (methods: lexical: 13-gram lexical/structural overlap, MinHash; behavioural: the item's RTL design, or its CPU kernel, passes a benchmark problem's own harness under a port/argument mapping); rejection reason contaminated with the method and benchmark id (unjudged when behavioural matching could not judge an item)"})
 }
 
-func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) error {
+func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig, vc verifierConfigs, deps stageDeps, cache *behaviouralCache) error {
 	src := itemRecords{paths: sc.InputPaths("items"), fields: cfg.Fields}
 	matches, err := engine.StageWriter[Match](sc, "decontam_matches")
 	if err != nil {
 		return err
 	}
-	worst := map[string]Match{} // contaminated item → highest-scoring match
-	for _, spec := range cfg.Benchmarks {
-		ix, cleanup, err := OpenBenchmark(ctx, cfg.Config, spec, "")
-		if err != nil {
+	v := newVerdicts()
+	if cfg.has(MethodLexical) {
+		if err := runLexicalPass(ctx, sc, cfg, src, matches, v); err != nil {
 			return err
 		}
-		sum, err := Check(ctx, ix, src, cfg.Workers, func(m Match) error {
-			if m.Contaminated {
-				if w, ok := worst[m.CorpusID]; !ok || m.Score > w.Score {
-					worst[m.CorpusID] = m
-				}
-			}
-			return matches.Write(m)
-		})
-		cleanup()
-		if err != nil {
+	}
+	if cfg.has(MethodBehavioural) {
+		if err := runBehaviouralPass(ctx, sc, cfg, vc, deps, cache, src, matches, v); err != nil {
 			return err
-		}
-		if sc.Log != nil {
-			sc.Log.Info("decontam", "benchmark", sum.Benchmark, "checked", sum.Queries, "contaminated_items", sum.CorpusItems)
 		}
 	}
 	kept, err := engine.StageWriter[engine.Item](sc, "items")
@@ -203,14 +266,46 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) err
 		return err
 	}
 	return src.scanItems(ctx, func(it *engine.Item) error {
-		m, bad := worst[it.ItemID]
-		if !bad {
-			sc.Count("kept", 1)
-			return kept.Write(*it)
+		m, bad := v.worst[it.ItemID]
+		why, unjudged := v.unjudged[it.ItemID]
+		if unjudged && !bad {
+			sc.Count("behavioural.unjudged_items", 1)
 		}
-		sc.Count("rejected.contaminated", 1)
-		d, _ := json.Marshal(RejectionDetail{Benchmark: m.Benchmark, BenchmarkID: m.BenchmarkID, BenchmarkField: m.BenchmarkField,
-			Method: m.Method, Score: m.Score, LineageID: it.LineageID, SharedWith: m.SharedWith})
-		return rejected.Write(engine.Rejection{ItemID: it.ItemID, Stage: sc.Name, Gate: "decontam", Reason: "contaminated", Detail: string(d)})
+		switch {
+		case bad:
+			sc.Count("rejected.contaminated", 1)
+			d, _ := json.Marshal(RejectionDetail{Benchmark: m.Benchmark, BenchmarkID: m.BenchmarkID, BenchmarkField: m.BenchmarkField,
+				Method: m.Method, Score: m.Score, LineageID: it.LineageID, SharedWith: m.SharedWith, PortMapping: m.PortMapping})
+			return rejected.Write(engine.Rejection{ItemID: it.ItemID, Stage: sc.Name, Gate: "decontam", Reason: "contaminated", Detail: string(d)})
+		case unjudged && cfg.OnUnjudged == UnjudgedReject:
+			sc.Count("rejected.unjudged", 1)
+			d, _ := json.Marshal(RejectionDetail{Method: MethodBehavioural, LineageID: it.LineageID, Unjudged: why})
+			return rejected.Write(engine.Rejection{ItemID: it.ItemID, Stage: sc.Name, Gate: "decontam", Reason: "unjudged", Detail: string(d)})
+		}
+		sc.Count("kept", 1)
+		return kept.Write(*it)
 	})
+}
+
+// runLexicalPass checks the part's items against every benchmark's n-gram
+// and MinHash index.
+func runLexicalPass(ctx context.Context, sc *engine.StageContext, cfg StageConfig, src itemRecords, matches *engine.ShardWriter[Match], v *verdicts) error {
+	for _, spec := range cfg.Benchmarks {
+		ix, cleanup, err := OpenBenchmark(ctx, cfg.Config, spec, "")
+		if err != nil {
+			return err
+		}
+		sum, err := Check(ctx, ix, src, cfg.Workers, func(m Match) error {
+			v.add(m)
+			return matches.Write(m)
+		})
+		cleanup()
+		if err != nil {
+			return err
+		}
+		if sc.Log != nil {
+			sc.Log.Info("decontam", "benchmark", sum.Benchmark, "checked", sum.Queries, "contaminated_items", sum.CorpusItems)
+		}
+	}
+	return nil
 }

@@ -88,7 +88,7 @@ stages:
       benchmarks: [{path: ` + bench + `, name: verilog-eval}]
 `
 	os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(pipeline), 0o644)
-	runItemsPipeline(t, dir, dedup.RegisterStages, decontam.RegisterStages)
+	runItemsPipeline(t, dir, dedup.RegisterStages, decontamStages())
 	work := filepath.Join(dir, "work")
 	rej := readKind[engine.Rejection](t, work, "dedup", "rejections")
 	got := map[string]engine.Rejection{}
@@ -146,7 +146,7 @@ func TestStageRejectionNamesSharedItems(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "items.jsonl"), append(append(line, '\n'), append(clean, '\n')...), 0o644)
 	os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte("name: t\nwork_dir: work\nstages:\n  - name: src\n    type: items_jsonl\n    inputs: [items.jsonl]\n"+
 		"  - name: decontam\n    type: decontam\n    from: [src]\n    max_reject_fraction: 1\n    config:\n      benchmarks: [{path: bench.jsonl}]\n"), 0o644)
-	runItemsPipeline(t, dir, decontam.RegisterStages)
+	runItemsPipeline(t, dir, decontamStages())
 	rej := readKind[engine.Rejection](t, filepath.Join(dir, "work"), "decontam", "rejections")
 	if len(rej) != 1 {
 		t.Fatalf("rejections %+v", rej)
@@ -161,6 +161,11 @@ func TestStageRejectionNamesSharedItems(t *testing.T) {
 	}
 }
 
+// decontamStages registers the decontam stage type with opts.
+func decontamStages(opts ...decontam.StageOption) func(*engine.Registry) {
+	return func(reg *engine.Registry) { decontam.RegisterStages(reg, opts...) }
+}
+
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // runItemsPipeline runs dir/pipeline.yaml with a test source stage type
@@ -169,6 +174,21 @@ func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 func runItemsPipeline(t *testing.T, dir string, register ...func(*engine.Registry)) {
 	t.Helper()
 	reg := engine.NewRegistry()
+	registerItemsSource(reg)
+	for _, r := range register {
+		r(reg)
+	}
+	cfg, err := engine.LoadPipeline(filepath.Join(dir, "pipeline.yaml"), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// registerItemsSource adds the test source stage type "items_jsonl".
+func registerItemsSource(reg *engine.Registry) {
 	reg.Register("items_jsonl", func(engine.StageConfig) (engine.Stage, error) {
 		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
 			rows, err := engine.ReadAll[engine.Item](sc.Files...)
@@ -182,14 +202,4 @@ func runItemsPipeline(t *testing.T, dir string, register ...func(*engine.Registr
 			return w.Write(rows...)
 		}), nil
 	}, "test source")
-	for _, r := range register {
-		r(reg)
-	}
-	cfg, err := engine.LoadPipeline(filepath.Join(dir, "pipeline.yaml"), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }

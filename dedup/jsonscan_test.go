@@ -273,61 +273,6 @@ func TestParseJSONLRowMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// FuzzJSONScan: the scanner accepts exactly what encoding/json accepts,
-// finds the same members (the last of a repeated key) and unquotes
-// strings the same way. `go test` runs the seeds.
-func FuzzJSONScan(f *testing.F) {
-	for _, l := range mixedLines {
-		f.Add(l)
-	}
-	for _, l := range []string{`{}`, `{"a":[1,2,{"b":null}]}`, `{"a":"\ud83d"}`, `{"a":"\ud83d\u0041"}`, `{"a":1e}`, `{"a":-}`, `{"a":.5}`,
-		`{"a":"\u12"}`, "{\"a\":\"\x01\"}", `{"a" 1}`, `{"a":1,}`, `{,}`, `{"a":[1,]}`, `{"a":"\xff"}`, "{\"a\":\"\xff\xfe\"}", `{"a":1}}`, `{"a":tRue}`, `{"":0}`,
-		strings.Repeat("[", 20) + strings.Repeat("]", 20), `{"a":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`} {
-		f.Add(l)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		raw := []byte(s)
-		var want map[string]json.RawMessage
-		werr := json.Unmarshal(raw, &want)
-		got := map[string][]byte{}
-		gerr := members(raw, func(key []byte, slow bool, v []byte) error {
-			got[keyString(key, slow)] = v
-			return nil
-		})
-		isObj := bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte("{"))
-		if !isObj {
-			if gerr == nil {
-				t.Fatalf("%q: a non-object accepted", s)
-			}
-			if err := validJSON(raw); (err == nil) != json.Valid(raw) {
-				t.Fatalf("%q: validJSON %v, json.Valid %v", s, err, json.Valid(raw))
-			}
-			return
-		}
-		if (gerr == nil) != (werr == nil) {
-			t.Fatalf("%q: scanner error %v, encoding/json error %v", s, gerr, werr)
-		}
-		if gerr != nil {
-			return
-		}
-		if len(got) != len(want) {
-			t.Fatalf("%q: %d members, want %d", s, len(got), len(want))
-		}
-		for k, v := range want {
-			if !bytes.Equal(got[k], v) {
-				t.Fatalf("%q: member %q = %q, want %q", s, k, got[k], v)
-			}
-			var ws string
-			if v[0] == '"' && json.Unmarshal(v, &ws) == nil {
-				gs, ok := jsonString(got[k])
-				if !ok || gs != ws {
-					t.Fatalf("%q: member %q unquoted %q, want %q", s, k, gs, ws)
-				}
-			}
-		}
-	})
-}
-
 // Batches decoded ahead reach fn in input order; an error from fn stops
 // the scan and is what ScanBatches returns.
 func TestScanBatchesOrderAndStop(t *testing.T) {

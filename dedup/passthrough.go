@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/internal/jsonscan"
 )
 
 // Passthrough: `crucible dedup` writes its input rows unchanged (every
@@ -362,7 +363,7 @@ func decodeJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, 
 // jsonIDText is an id's text: a JSON string unquoted, any other value its
 // JSON text.
 func jsonIDText(v []byte) string {
-	if s, ok := jsonString(v); ok {
+	if s, ok := jsonscan.String(v); ok {
 		return s
 	}
 	return string(v)
@@ -395,11 +396,11 @@ type jtype struct {
 // vals at its key's index in t.names (a repeated key: the last one, as
 // encoding/json decodes it; a key t does not have is skipped).
 func (t *jtype) columns(raw []byte, vals [][]byte) error {
-	return members(raw, func(key []byte, slow bool, v []byte) error {
+	return jsonscan.Members(raw, func(key []byte, slow bool, v []byte) error {
 		var k int
 		var ok bool
 		if slow {
-			k, ok = t.pos[keyString(key, true)]
+			k, ok = t.pos[jsonscan.Key(key, true)]
 		} else {
 			k, ok = t.pos[string(key)]
 		}
@@ -541,18 +542,18 @@ func (t *jtype) merge(raw []byte) error {
 	}
 	switch k {
 	case jList:
-		return elems(raw, t.elem.merge)
+		return jsonscan.Elems(raw, t.elem.merge)
 	case jObject:
-		return members(raw, func(key []byte, slow bool, v []byte) error {
+		return jsonscan.Members(raw, func(key []byte, slow bool, v []byte) error {
 			var f *jtype
 			var ok bool
 			if slow {
-				f, ok = t.fields[keyString(key, true)]
+				f, ok = t.fields[jsonscan.Key(key, true)]
 			} else {
 				f, ok = t.fields[string(key)]
 			}
 			if !ok {
-				name := keyString(key, slow)
+				name := jsonscan.Key(key, slow)
 				f = &jtype{}
 				t.fields[name] = f
 				t.names = append(t.names, name)
@@ -633,15 +634,15 @@ func (d *rowDecoder) appendJSON(b array.Builder, t *jtype, raw []byte) error {
 			return fmt.Errorf("value %.40s is not a string", raw)
 		}
 		var s []byte
-		s, d.scratch = stringContents(raw, d.scratch)
+		s, d.scratch = jsonscan.Contents(raw, d.scratch)
 		b.(*array.StringBuilder).BinaryBuilder.Append(s)
 	case jList:
 		if raw[0] != '[' {
-			return errNotArray
+			return jsonscan.ErrNotArray
 		}
 		lb := b.(*array.ListBuilder)
 		lb.Append(true)
-		return elems(raw, func(e []byte) error { return d.appendJSON(lb.ValueBuilder(), t.elem, e) })
+		return jsonscan.Elems(raw, func(e []byte) error { return d.appendJSON(lb.ValueBuilder(), t.elem, e) })
 	case jObject:
 		vals := make([][]byte, len(t.names))
 		if err := t.columns(raw, vals); err != nil {

@@ -2,6 +2,7 @@ package dedup
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/internal/jsonscan"
 )
 
 // Field is one named text of a record.
@@ -168,10 +170,10 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 		return signatureColumns[k/3][k%3]
 	}
 	if string(raw) != "null" { // encoding/json decodes null as an empty map
-		err := members(raw, func(key []byte, slow bool, v []byte) error {
+		err := jsonscan.Members(raw, func(key []byte, slow bool, v []byte) error {
 			ks := ""
 			if slow {
-				ks = keyString(key, true)
+				ks = jsonscan.Key(key, true)
 			}
 			for k := 0; k < names; k++ {
 				if (!slow && string(key) == nameAt(k)) || (slow && ks == nameAt(k)) {
@@ -201,7 +203,7 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 		if v == nil || string(v) == "null" {
 			continue
 		}
-		t, ok := jsonString(v)
+		t, ok := jsonscan.String(v)
 		if !ok {
 			return Record{}, fmt.Errorf("%w: %s:%d: field %q is not a string", engine.ErrInput, path, line, f)
 		}
@@ -216,8 +218,8 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 		if p == nil {
 			continue
 		}
-		params, ok1 := jsonString(p)
-		th, ok2 := jsonString(get(base + 1))
+		params, ok1 := jsonscan.String(p)
+		th, ok2 := jsonscan.String(get(base + 1))
 		if ok1 && ok2 {
 			var vals []int64
 			if v := get(base + 2); v == nil || string(v) == "null" || decodeInt64s(v, &vals) == nil {
@@ -494,3 +496,7 @@ func (s FileSource) Fetch(ctx context.Context, idx []int32, fn func(i int32, d D
 	}
 	return fmt.Errorf("%w: input shrank: wanted record %d, files hold %d", ErrInput, idx[k], n)
 }
+
+// decodeInt64s decodes a JSON array of integers (stored signatures; rare,
+// so encoding/json).
+func decodeInt64s(v []byte, dst *[]int64) error { return json.Unmarshal(v, dst) }

@@ -84,7 +84,8 @@ type Measurement struct {
 	Text  string  `json:"text,omitempty" arrow:"text"`
 }
 
-// RTL measurements of how long a run took. They vary between identical
+// Measurements of how long a run took (wall time: every RTL and kernel
+// verdict, retries included; CPU time: RTL). They vary between identical
 // runs (machine load), so comparisons of verdicts leave them out.
 const (
 	MeasureWallTimeMS = "wall_time_ms"
@@ -97,7 +98,7 @@ const (
 // content hash downstream stages are fingerprinted by. This is the one list:
 // a verifier adding a timing measurement adds its name here.
 var TimingMeasurements = []string{
-	MeasureWallTimeMS, MeasureCPUTimeMS, // rtl: simulation wall and CPU time
+	MeasureWallTimeMS, MeasureCPUTimeMS, // rtl + kernels: a verdict's wall time; rtl: CPU time
 	"wall_time_share_ms",                        // gates: batch wall time shared over kernel evidence
 	"run_wall_s",                                // kernels: cpu / triton run wall time
 	"worker_wall_s",                             // kernels: cuda worker wall time

@@ -212,7 +212,7 @@ func sniffSplittable(f string) (string, error) {
 
 // rowGroupSizes are the compressed sizes of a Parquet file's row groups.
 func rowGroupSizes(f string) ([]int64, error) {
-	pf, err := openParquetFile(f)
+	_, pf, err := openParquetFile(f)
 	if err != nil {
 		return nil, err
 	}

@@ -8,157 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // IsParquet reports whether path names a Parquet file (by extension).
 func IsParquet(path string) bool { return strings.EqualFold(filepath.Ext(path), ".parquet") }
-
-// ParquetReader streams rows of T from one Parquet file, a record batch at a
-// time. Read follows io.Reader's convention: it returns io.EOF after the last
-// row.
-type ParquetReader[T any] struct {
-	path  string
-	codec *Codec[T]
-	pf    *file.Reader
-	rr    pqarrow.RecordReader
-	buf   []T
-
-	lenient bool
-	next    int64             // rows returned before the current batch
-	bad     map[int]*RowError // rows of the current batch that did not convert
-}
-
-// Lenient makes Next return rows whose values do not convert to T (see
-// Codec.Read) instead of failing; RowError tells them apart. Ingest uses it
-// to turn each into a rejection row.
-func (r *ParquetReader[T]) Lenient() { r.lenient = true }
-
-// RowError is the conversion error of row i of the last batch, or nil.
-func (r *ParquetReader[T]) RowError(i int) *RowError { return r.bad[i] }
-
-// OpenParquet opens path for streaming. mem may be nil (Go allocator).
-func OpenParquet[T any](ctx context.Context, path string, mem memory.Allocator) (*ParquetReader[T], error) {
-	return OpenParquetRowGroups[T](ctx, path, mem, nil)
-}
-
-// OpenParquetRowGroups is OpenParquet over only the given row groups (nil:
-// all), in that order.
-func OpenParquetRowGroups[T any](ctx context.Context, path string, mem memory.Allocator, rowGroups []int) (*ParquetReader[T], error) {
-	c, err := NewCodec[T]()
-	if err != nil {
-		return nil, err
-	}
-	if mem == nil {
-		mem = memory.DefaultAllocator
-	}
-	pf, err := openParquetFile(path)
-	if err != nil {
-		return nil, err
-	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1024, Parallel: false}, mem)
-	if err != nil {
-		pf.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrInput, path, err)
-	}
-	var first int64 // rows before the first row group read: row numbers stay the file's own
-	for _, g := range rowGroups {
-		if g < 0 || g >= pf.NumRowGroups() {
-			pf.Close()
-			return nil, fmt.Errorf("%w: %s: row group %d of %d", ErrInput, path, g, pf.NumRowGroups())
-		}
-	}
-	if len(rowGroups) > 0 {
-		for g := 0; g < rowGroups[0]; g++ {
-			first += pf.MetaData().RowGroup(g).NumRows()
-		}
-	}
-	rr, err := fr.GetRecordReader(ctx, nil, rowGroups)
-	if err != nil {
-		pf.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrInput, path, err)
-	}
-	return &ParquetReader[T]{path: path, codec: c, pf: pf, rr: rr, next: first}, nil
-}
-
-// openParquetFile opens a Parquet file, turning the library's panics on
-// corrupt footers into errors that name the file.
-func openParquetFile(path string) (pf *file.Reader, err error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInput, err)
-	}
-	if st.Size() == 0 {
-		return nil, fmt.Errorf("%w: %s: empty file (0 bytes), not Parquet", ErrInput, path)
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			pf, err = nil, fmt.Errorf("%w: %s: corrupt Parquet: %v", ErrInput, path, r)
-		}
-	}()
-	pf, err = file.OpenParquetFile(path, false)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: not a readable Parquet file (size %d): %v", ErrInput, path, st.Size(), err)
-	}
-	return pf, nil
-}
-
-// Next returns the next batch of rows (valid until the next call), or io.EOF.
-func (r *ParquetReader[T]) Next() (rows []T, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			rows, err = nil, fmt.Errorf("%w: %s: corrupt Parquet data: %v", ErrInput, r.path, p)
-		}
-	}()
-	if !r.rr.Next() {
-		if err := r.rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: %s: %v", ErrInput, r.path, err)
-		}
-		return nil, io.EOF
-	}
-	rec := r.rr.RecordBatch()
-	clear(r.bad)
-	base := r.next
-	r.buf, err = r.codec.ReadChecked(rec, r.buf[:0], func(row int, err error) {
-		if r.bad == nil {
-			r.bad = map[int]*RowError{}
-		}
-		r.bad[row] = &RowError{Path: r.path, Row: base + int64(row) + 1, Err: err}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", r.path, err)
-	}
-	r.next += int64(len(r.buf))
-	if !r.lenient {
-		for i := range r.buf {
-			if e := r.bad[i]; e != nil {
-				return nil, e
-			}
-		}
-	}
-	return r.buf, nil
-}
-
-// Offset is the number of file rows before the next row Next returns (the
-// rows of row groups not read, for OpenParquetRowGroups).
-func (r *ParquetReader[T]) Offset() int64 { return r.next }
-
-// Schema returns the file's Arrow schema.
-func (r *ParquetReader[T]) Schema() *arrow.Schema { return r.rr.Schema() }
-
-// Close releases the reader.
-func (r *ParquetReader[T]) Close() error {
-	r.rr.Release()
-	return r.pf.Close()
-}
 
 // RowError is a Parquet row with a value that does not convert to the row
 // type's field (Err names the field). It is an ErrSchema.
@@ -273,22 +129,7 @@ func invalidUTF8At(b []byte) int {
 // line that does not decode is an error naming the file and line.
 func ReadRows[T any](path string) ([]T, error) {
 	if IsParquet(path) {
-		r, err := OpenParquet[T](context.Background(), path, nil)
-		if err != nil {
-			return nil, err
-		}
-		defer r.Close()
-		var out []T
-		for {
-			rows, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, rows...)
-		}
+		return OpenBatches[T](context.Background(), []string{path}, BatchOptions{}).Collect()
 	}
 	var out []T
 	var firstBad *JSONLError
@@ -330,35 +171,14 @@ func ReadAll[T any](paths ...string) ([]T, error) {
 // (the row is valid only during the call). It stops at the first error from
 // a file or from fn.
 func ScanRows[T any](ctx context.Context, paths []string, fn func(*T) error) error {
-	for _, p := range paths {
-		if err := scanFile(ctx, p, fn); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func scanFile[T any](ctx context.Context, path string, fn func(*T) error) error {
-	r, err := OpenParquet[T](ctx, path, nil)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	for {
-		rows, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	b := OpenBatches[T](ctx, paths, BatchOptions{})
+	defer b.Close()
+	return b.Each(func(rows []T) error {
 		for i := range rows {
 			if err := fn(&rows[i]); err != nil {
 				return err
 			}
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
+		return nil
+	})
 }

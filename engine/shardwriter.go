@@ -116,7 +116,11 @@ type TimedRow[T any] interface {
 // ShardWriter writes rows of T as a sequence of Parquet shard files named
 // <prefix>-NNNNN.parquet in dir. Each file is written to a temp name, its
 // footer re-read, fsynced and renamed, so a crash never leaves a partial file
-// under a final name. Rows go from Go values straight into Arrow builders.
+// under a final name. Rows go from Go values straight into Arrow builders;
+// a row group is written to the file (encoded, compressed) on a goroutine
+// of its own while the next is built, so a row writer holds up to two row
+// groups of RowGroupBytes. A write error surfaces from the Write that
+// fills the next row group, or from Close.
 type ShardWriter[T any] struct {
 	dir, prefix, kind string
 	opts              WriterOptions
@@ -132,9 +136,10 @@ type ShardWriter[T any] struct {
 	f         *os.File
 	fw        *pqarrow.FileWriter
 	cw        *countingWriter
-	timed     bool      // T implements TimedRow[T]
-	keepEmpty bool      // commit an empty shard when no row was written
-	content   hash.Hash // the current file's rows without timings (timed only)
+	timed     bool           // T implements TimedRow[T]
+	keepEmpty bool           // commit an empty shard when no row was written
+	content   hash.Hash      // the current file's rows without timings (timed only)
+	writing   *rowGroupWrite // the row group being written, if any
 	rows      int64
 	seq       int
 	shards    []ShardInfo
@@ -308,32 +313,82 @@ func (w *ShardWriter[T]) Write(rows ...T) error {
 	return nil
 }
 
+// flushRowGroup writes the buffered rows as one row group. A row writer's
+// row group is encoded and compressed on a goroutine of its own while the
+// caller goes on building the next one (see rowGroupWrite); a record
+// writer's is written before flushRowGroup returns.
 func (w *ShardWriter[T]) flushRowGroup() error {
 	if w.pending == 0 {
 		return nil
+	}
+	if err := w.waitRowGroup(); err != nil {
+		return err
 	}
 	if w.fw == nil {
 		if err := w.openFile(); err != nil {
 			return err
 		}
 	}
-	if w.codec == nil {
-		tbl := array.NewTableFromRecords(w.schema, w.recs)
-		err := w.fw.WriteTable(tbl, tbl.NumRows())
-		tbl.Release()
-		w.releaseRecords()
-		if err != nil {
-			return fmt.Errorf("%w: write row group to %s: %w", ErrIO, w.f.Name(), err)
-		}
-	} else {
-		rec := w.bld.NewRecordBatch()
-		defer rec.Release()
-		if err := w.fw.Write(rec); err != nil {
-			return fmt.Errorf("%w: write row group to %s: %w", ErrIO, w.f.Name(), err)
-		}
+	if w.codec != nil {
+		w.writing = startRowGroup(w.fw, w.bld.NewRecordBatch(), w.f.Name(), w.pending)
+		w.pending, w.buffered = 0, 0
+		return nil
+	}
+	tbl := array.NewTableFromRecords(w.schema, w.recs)
+	err := w.fw.WriteTable(tbl, tbl.NumRows())
+	tbl.Release()
+	w.releaseRecords()
+	if err != nil {
+		return fmt.Errorf("%w: write row group to %s: %w", ErrIO, w.f.Name(), err)
 	}
 	w.rows += w.pending
 	w.pending, w.buffered = 0, 0
+	return w.rowGroupWritten()
+}
+
+// rowGroupWrite is a row group being written by its own goroutine: the
+// Parquet encoding and compression of a row group take about as long as
+// building it from rows, so a row writer holds at most two row groups
+// (the one written, the one being built) and overlaps the two. Only that
+// goroutine touches the file writer until done is received from.
+type rowGroupWrite struct {
+	rows int64
+	done chan error
+}
+
+func startRowGroup(fw *pqarrow.FileWriter, rec arrow.RecordBatch, name string, rows int64) *rowGroupWrite {
+	g := &rowGroupWrite{rows: rows, done: make(chan error, 1)}
+	go func() {
+		defer rec.Release()
+		if err := fw.Write(rec); err != nil {
+			g.done <- fmt.Errorf("%w: write row group to %s: %w", ErrIO, name, err)
+			return
+		}
+		g.done <- nil
+	}()
+	return g
+}
+
+// waitRowGroup waits for the row group being written, if any, and then
+// does what follows a written row group (the crash point, on the caller's
+// goroutine so that the points' order is the same on every run, and the
+// shard cut).
+func (w *ShardWriter[T]) waitRowGroup() error {
+	g := w.writing
+	if g == nil {
+		return nil
+	}
+	w.writing = nil
+	if err := <-g.done; err != nil {
+		return err
+	}
+	w.rows += g.rows
+	return w.rowGroupWritten()
+}
+
+// rowGroupWritten passes the crash point and commits the file once it has
+// reached ShardBytes.
+func (w *ShardWriter[T]) rowGroupWritten() error {
 	crashPoint(CrashRowGroupWritten, w.f.Name())
 	if w.cw.n >= w.opts.ShardBytes {
 		return w.finishFile()
@@ -440,7 +495,11 @@ func (w *ShardWriter[T]) Close() ([]ShardInfo, error) {
 		}
 		w.releaseRecords()
 	}()
-	if err := w.flushRowGroup(); err != nil {
+	err := w.flushRowGroup()
+	if err == nil {
+		err = w.waitRowGroup()
+	}
+	if err != nil {
 		w.discardFile()
 		return nil, err
 	}
@@ -476,6 +535,10 @@ func (w *ShardWriter[T]) Abort() {
 // error path goes through it, so a failed write (a full disk above all)
 // leaves no temp file behind to keep the disk full.
 func (w *ShardWriter[T]) discardFile() {
+	if g := w.writing; g != nil {
+		w.writing = nil
+		<-g.done // its error is the one being handled, or moot
+	}
 	if w.fw != nil {
 		_ = w.fw.Close()
 	}

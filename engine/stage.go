@@ -348,7 +348,24 @@ func StageWriter[T any](sc *StageContext, kind string) (*ShardWriter[T], error) 
 	return w, nil
 }
 
-// ReadInputs reads all upstream rows of a kind into T.
+// WriteRows opens the stage's writer for a kind and writes rows to it: the
+// one call for a stage that has a kind's rows at hand all at once (a stage
+// that streams keeps its StageWriter and writes batch by batch). The kind
+// is an output of the stage even when rows is empty.
+func WriteRows[T any](sc *StageContext, kind string, rows []T) error {
+	w, err := StageWriter[T](sc, kind)
+	if err != nil {
+		return err
+	}
+	if err := w.Write(rows...); err != nil {
+		return fmt.Errorf("writing %s: %w", kind, err)
+	}
+	return nil
+}
+
+// ReadInputs reads all upstream rows of a kind into T (only the columns T
+// has), for stages whose logic needs every row at once; a stage that can
+// work a batch at a time uses ReadBatches instead.
 func ReadInputs[T any](sc *StageContext, kind string) ([]T, error) {
-	return ReadAll[T](sc.InputPaths(kind)...)
+	return ReadBatches[T](context.Background(), sc, kind, BatchOptions{}).Collect()
 }

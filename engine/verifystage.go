@@ -43,29 +43,92 @@ func DefaultReferenceRuling(it Item, ev Evidence, keepUnjudged bool) (Item, *Rej
 // DefaultReferenceRuling); items of other domains pass through unchanged;
 // upstream "candidates" rows are judged by their item's domain. It writes
 // "items" (in input order), "evidence" (self-checks, then candidates) and
-// "rejections". It holds the stage's items, candidates and evidence in
-// memory: a part of a sharded stage, whose candidates need their items.
+// "rejections".
+//
+// Items stream through a batch at a time (ReadBatches): what it holds is
+// one batch of items and their self-checks, plus every upstream candidate
+// and the items those candidates name, since a candidate's item may come
+// anywhere in the input and the candidates are judged after the items.
 func RunVerifyStage(ctx context.Context, sc *StageContext, judges *Judges) error {
-	items, err := ReadInputs[Item](sc, "items")
-	if err != nil {
-		return err
-	}
 	cands, err := ReadInputs[Candidate](sc, "candidates")
 	if err != nil {
 		return err
 	}
+	named := make(map[string]bool, len(cands))
+	for _, c := range cands {
+		named[c.ItemID] = true
+	}
+	w, err := openVerifyWriters(sc)
+	if err != nil {
+		return err
+	}
+	p := sc.Progress(sc.InputRows("items") + int64(len(cands)))
+	defer p.Done()
+	byID := map[string]Item{} // the items candidates name; the first of a repeated id wins
+	var nItems, nChecked int
+	err = ReadBatches[Item](ctx, sc, "items", BatchOptions{}).Each(func(items []Item) error {
+		for _, it := range items {
+			if _, seen := byID[it.ItemID]; named[it.ItemID] && !seen {
+				byID[it.ItemID] = it
+			}
+		}
+		n, err := verifyItems(ctx, sc, judges, items, w, p)
+		nItems, nChecked = nItems+len(items), nChecked+n
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(cands) > 0 {
+		evs, err := judges.JudgeAll(ctx, byID, cands)
+		if err != nil {
+			return err
+		}
+		p.Add(int64(len(cands)))
+		if err := w.ev.Write(evs...); err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			sc.Count("candidates."+ev.Status, 1)
+		}
+	}
+	sc.Log.Info(sc.Name+" done", "items", nItems, "self_checked", nChecked, "candidates", len(cands),
+		"judges", judges.Domains())
+	return nil
+}
+
+// verifyWriters are a verify stage's outputs.
+type verifyWriters struct {
+	items *ShardWriter[Item]
+	ev    *ShardWriter[Evidence]
+	rej   *ShardWriter[Rejection]
+}
+
+func openVerifyWriters(sc *StageContext) (w verifyWriters, err error) {
+	if w.items, err = StageWriter[Item](sc, "items"); err != nil {
+		return w, err
+	}
+	if w.ev, err = StageWriter[Evidence](sc, "evidence"); err != nil {
+		return w, err
+	}
+	w.rej, err = StageWriter[Rejection](sc, "rejections")
+	return w, err
+}
+
+// verifyItems self-checks the items of one batch that have a judge, in
+// parallel, and writes the batch's kept items, rejections and self-check
+// evidence in input order. It returns how many it self-checked.
+func verifyItems(ctx context.Context, sc *StageContext, judges *Judges, items []Item, w verifyWriters, p Progress) (int, error) {
 	var checked []int // indexes into items of the self-checked ones
 	for i, it := range items {
 		if judges.For(it.Domain) != nil {
 			checked = append(checked, i)
 		}
 	}
-	p := sc.Progress(int64(len(checked) + len(cands)))
-	defer p.Done()
 	refs := make([]Evidence, len(checked))
 	kept := make([]Item, len(checked))
 	rejs := make([]*Rejection, len(checked))
-	err = judges.fanOut(ctx, len(checked), func(ctx context.Context, k int) error {
+	err := judges.fanOut(ctx, len(checked), func(ctx context.Context, k int) error {
 		it := items[checked[k]]
 		ev, err := judges.SelfCheck(ctx, it)
 		if err != nil {
@@ -81,61 +144,31 @@ func RunVerifyStage(ctx context.Context, sc *StageContext, judges *Judges) error
 		return err
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	var evs []Evidence
-	if len(cands) > 0 {
-		if evs, err = judges.JudgeAll(ctx, ItemsByID(items), cands); err != nil {
-			return err
-		}
-		p.Add(int64(len(cands)))
-	}
-	itemsW, err := StageWriter[Item](sc, "items")
-	if err != nil {
-		return err
-	}
-	evW, err := StageWriter[Evidence](sc, "evidence")
-	if err != nil {
-		return err
-	}
-	rejW, err := StageWriter[Rejection](sc, "rejections")
-	if err != nil {
-		return err
-	}
-	slot := make(map[int]int, len(checked)) // item index → k
-	for k, i := range checked {
-		slot[i] = k
-	}
+	p.Add(int64(len(items) - len(checked)))
+	k := 0 // the next self-checked item
 	for i, it := range items {
-		if k, ok := slot[i]; ok {
+		if k < len(checked) && checked[k] == i {
 			sc.Count("reference."+refs[k].Status, 1)
-			if r := rejs[k]; r != nil {
-				r.ItemID, r.Stage = it.ItemID, sc.Name
+			r := rejs[k]
+			it = kept[k]
+			k++
+			if r != nil {
+				r.ItemID, r.Stage = items[i].ItemID, sc.Name
 				if len(r.Detail) > 1000 {
 					r.Detail = strings.ToValidUTF8(r.Detail[:997], "") + "..."
 				}
 				sc.Count("rejected."+r.Reason, 1)
-				if err := rejW.Write(*r); err != nil {
-					return err
+				if err := w.rej.Write(*r); err != nil {
+					return 0, err
 				}
 				continue
 			}
-			it = kept[k]
 		}
-		if err := itemsW.Write(it); err != nil {
-			return err
+		if err := w.items.Write(it); err != nil {
+			return 0, err
 		}
 	}
-	if err := evW.Write(refs...); err != nil {
-		return err
-	}
-	if err := evW.Write(evs...); err != nil {
-		return err
-	}
-	for _, ev := range evs {
-		sc.Count("candidates."+ev.Status, 1)
-	}
-	sc.Log.Info(sc.Name+" done", "items", len(items), "self_checked", len(checked), "candidates", len(cands),
-		"judges", judges.Domains())
-	return nil
+	return len(checked), w.ev.Write(refs...)
 }

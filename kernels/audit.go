@@ -2,11 +2,8 @@ package kernels
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/crucible-data/crucible/engine"
 )
@@ -19,47 +16,22 @@ import (
 // kernel evolution operators), judged as candidates. A mutant that fails
 // after it ran is killed, one that does not build is invalid (as in RTL), one that passes survives, one left unjudged tests nothing and
 // is noted. Reports free of transient infrastructure failures are kept
-// per (task, registered sources): the strength and audit gates both ask.
+// per (task, registered sources) in a memo: the strength and audit gates both ask.
 
 var _ engine.StrengthAuditor = (*Verifier)(nil)
-
-// auditCache holds the verifier's definitive audit reports.
-type auditCache struct {
-	mu   sync.Mutex
-	reps map[string]engine.StrengthReport
-}
 
 // Audit implements engine.StrengthAuditor.
 func (v *Verifier) Audit(ctx context.Context, item engine.Item) (engine.StrengthReport, error) {
 	names, sources := engine.MutantSources(engine.DomainKernel)
-	key := auditKey(item, names, v.cfg.StrengthMutants)
-	v.audits.mu.Lock()
-	rep, ok := v.audits.reps[key]
-	v.audits.mu.Unlock()
-	if ok {
+	key := itemKey(item, fmt.Sprint(names), fmt.Sprint(v.cfg.StrengthMutants))
+	if rep, ok := v.audits.get(key); ok {
 		return rep, nil
 	}
 	rep, err := v.audit(ctx, item, names, sources)
-	if err != nil {
-		return rep, err
+	if err == nil && rep.Definitive {
+		v.audits.put(key, rep)
 	}
-	if rep.Definitive {
-		v.audits.mu.Lock()
-		if v.audits.reps == nil {
-			v.audits.reps = map[string]engine.StrengthReport{}
-		}
-		v.audits.reps[key] = rep
-		v.audits.mu.Unlock()
-	}
-	return rep, nil
-}
-
-func auditKey(item engine.Item, sources []string, max int) string {
-	h := sha256.New()
-	for _, s := range []string{item.Reference, item.Verifier.Harness, fmt.Sprint(item.Interface), fmt.Sprint(sources), fmt.Sprint(max)} {
-		fmt.Fprintf(h, "%d:%s", len(s), s)
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return rep, err
 }
 
 func (v *Verifier) audit(ctx context.Context, item engine.Item, names []string, sources []engine.MutantSource) (engine.StrengthReport, error) {

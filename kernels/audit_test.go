@@ -72,3 +72,60 @@ func TestKernelAudit(t *testing.T) {
 		t.Errorf("a tolerance of 1e6 is not weak, or mutants were judged: %+v", rep)
 	}
 }
+
+// TestReferenceVerdictRemembered: the reference judged as its own
+// candidate runs once per verifier — the strength gate's audit and the
+// audit gate both ask — and the remembered verdict keeps its cost
+// (wall_time_ms); a caller appending to it does not change what the next
+// caller gets, and a changed item is judged afresh.
+func TestReferenceVerdictRemembered(t *testing.T) {
+	v, err := NewVerifier(testConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	cpu := v.backends[BackendCPU].(*cpuBackend)
+	ctx := context.Background()
+	item := loadSeed(t, "vector_add_f32")
+	first, err := v.SelfCheck(ctx, item)
+	if err != nil || first.Status != engine.StatusPass {
+		t.Fatalf("self-check: %+v, %v", first, err)
+	}
+	if _, ok := first.Measurement(engine.MeasureWallTimeMS); !ok {
+		t.Fatalf("no %s in %+v", engine.MeasureWallTimeMS, first.Measurements)
+	}
+	jobs := cpu.jobs.Load()
+	first.Measurements = append(first.Measurements, engine.IntM("caller_added", 1))
+	ref := engine.Candidate{ItemID: item.ItemID, CandidateID: engine.ReferenceCandidateID, Code: item.Reference}
+	again, err := v.Judge(ctx, item, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := cpu.jobs.Load(); n != jobs {
+		t.Errorf("the reference ran again: %d jobs, want %d", n, jobs)
+	}
+	if _, ok := again.Measurement("caller_added"); ok {
+		t.Error("a caller's append reached the remembered verdict")
+	}
+	w1, _ := first.Measurement(engine.MeasureWallTimeMS)
+	w2, _ := again.Measurement(engine.MeasureWallTimeMS)
+	if again.Status != engine.StatusPass || w1 != w2 {
+		t.Errorf("remembered verdict %s, wall %v, want pass, wall %v", again.Status, w2, w1)
+	}
+	changed := item
+	changed.Interface.Tolerance *= 2
+	if _, err := v.Judge(ctx, changed, ref); err != nil {
+		t.Fatal(err)
+	}
+	if n := cpu.jobs.Load(); n == jobs {
+		t.Error("a changed item was not judged again")
+	}
+	other := engine.Candidate{ItemID: item.ItemID, CandidateID: "cand", Code: item.Reference}
+	before := cpu.jobs.Load()
+	if _, err := v.Judge(ctx, item, other); err != nil {
+		t.Fatal(err)
+	}
+	if cpu.jobs.Load() == before {
+		t.Error("a candidate (not the reference) was answered from the memo")
+	}
+}

@@ -16,8 +16,22 @@ func (v *Verifier) Domain() string { return engine.DomainKernel }
 
 // Judge implements engine.Judge. Every failure is a verdict in the
 // evidence; the error is the context's.
+// The reference judged as its own candidate is remembered (memo): the
+// strength gate's audit and the audit gate both ask for it, and it is the
+// run whose cost (wall_time_ms) both report.
 func (v *Verifier) Judge(ctx context.Context, item engine.Item, cand engine.Candidate) (engine.Evidence, error) {
+	isRef := cand.CandidateID == ReferenceCandidateID && cand.Code == item.Reference && cand.ItemID == item.ItemID
+	key := ""
+	if isRef {
+		key = itemKey(item)
+		if ev, ok := v.refRuns.get(key); ok {
+			return cloneEvidence(ev), nil
+		}
+	}
 	ev := v.Verify(ctx, map[string]engine.Item{item.ItemID: item}, cand)
+	if isRef && ctx.Err() == nil && !engine.Transient(ev.FailureStage) {
+		v.refRuns.put(key, cloneEvidence(ev))
+	}
 	return ev, ctx.Err()
 }
 

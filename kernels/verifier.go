@@ -129,7 +129,8 @@ type Verifier struct {
 	log      *slog.Logger
 	backends map[string]Backend
 	pool     *gpuPool
-	audits   auditCache
+	audits   memo[engine.StrengthReport]
+	refRuns  memo[engine.Evidence] // definitive reference verdicts (Judge)
 }
 
 // NewVerifier builds the backends. Backends that cannot run here are kept:
@@ -191,11 +192,16 @@ func (v *Verifier) Verify(ctx context.Context, items map[string]engine.Item, c e
 		return unjudged(ev, engine.StageToolchainMissing, "no-device: "+err.Error())
 	}
 	var o Outcome
+	start := time.Now()
 	ev.Attempts, _ = v.retryPolicy().Run(ctx, "kernel verify "+c.ItemID+"/"+c.CandidateID, func(ctx context.Context, _ int) (string, string, error) {
 		o = b.Verify(ctx, t, c)
 		return o.Stage, o.Cause, nil
 	})
-	return v.evidence(ev, t, c, o)
+	// The verdict's cost, retries included: the difficulty gate's budget
+	// and the yield report read it, also off a remembered verdict.
+	ev = v.evidence(ev, t, c, o)
+	ev.Measurements = append(ev.Measurements, engine.FloatM(engine.MeasureWallTimeMS, float64(time.Since(start).Microseconds())/1000))
+	return ev
 }
 
 func unjudged(ev engine.Evidence, stage, cause string) engine.Evidence {

@@ -35,6 +35,7 @@ type itemText struct {
 }
 
 type evidenceRow struct {
+	CandidateID  string `arrow:"candidate_id"`
 	Status       string `arrow:"status"`
 	FailureStage string `arrow:"failure_stage"`
 	Provenance   struct {
@@ -356,11 +357,12 @@ func verdictsOf(ctx context.Context, stages []stageOut) ([]VerifierStats, error)
 		for _, p := range so.out.Shards("evidence") {
 			err := scanRows(ctx, p, func(rows []evidenceRow) error {
 				for _, e := range rows {
-					v := orDash(e.Provenance.Verifier)
-					vs := byVer[v]
+					v, subject := orDash(e.Provenance.Verifier), subjectOf(so.typ(), e.CandidateID)
+					key := v + "\x00" + subject
+					vs := byVer[key]
 					if vs == nil {
-						vs = &VerifierStats{Stage: so.name, Verifier: v, Subject: subjectOf(so.typ()), CandidateFailures: map[string]int64{}, InfraFaults: map[string]int64{}}
-						byVer[v] = vs
+						vs = &VerifierStats{Stage: so.name, Verifier: v, Subject: subject, CandidateFailures: map[string]int64{}, InfraFaults: map[string]int64{}}
+						byVer[key] = vs
 					}
 					vs.Total++
 					switch e.Status {
@@ -386,13 +388,13 @@ func verdictsOf(ctx context.Context, stages []stageOut) ([]VerifierStats, error)
 				return nil, err
 			}
 		}
-		var names []string
-		for v := range byVer {
-			names = append(names, v)
+		var keys []string // verifier, then subject
+		for k := range byVer {
+			keys = append(keys, k)
 		}
-		sort.Strings(names)
-		for _, v := range names {
-			vs := byVer[v]
+		sort.Strings(keys)
+		for _, k := range keys {
+			vs := byVer[k]
 			vs.PassRate = float64(vs.Pass) / float64(vs.Total)
 			vs.InfraRate = float64(vs.InfraTotal) / float64(vs.Total)
 			out = append(out, *vs)

@@ -165,11 +165,15 @@ const (
 	SubjectCandidate = "candidate"
 )
 
-// subjectOf says what a stage type's evidence judges.
-func subjectOf(stageType string) string {
+// subjectOf says what one evidence row of a stage type judges: a verify
+// stage self-checks references and judges the candidates it is given.
+func subjectOf(stageType, candidateID string) string {
 	switch stageType {
-	case "verify_rtl", "verify_kernel":
-		return SubjectReference
+	case "verify", "verify_rtl", "verify_kernel":
+		if candidateID == engine.ReferenceCandidateID {
+			return SubjectReference
+		}
+		return SubjectCandidate
 	case "select":
 		return SubjectRollout
 	}

@@ -3,6 +3,7 @@
 //
 //	go run ./bench/dedup                 # 20,000 × 2 KB, the issue's per-core target workload
 //	go run ./bench/dedup -n 1000000      # scale run: streamed corpus, disk backend
+//	go run ./bench/dedup -cli -n 1000000 # the `crucible dedup` command on that corpus as JSONL: wall, CPU, peak RSS
 //
 // It reports docs/s and MB/s for signatures alone, LSH insert+query alone
 // (ekzhu/minhash-lsh over band keys) and end to end, recall of planted pairs
@@ -37,7 +38,16 @@ func main() {
 	edits := flag.Int("edits-max", 5, "max word edits of a planted near-duplicate")
 	eval := flag.Bool("eval", true, "compute recall/precision against planted truth")
 	memLimit := flag.Int64("memlimit-mib", 0, "GOMEMLIMIT in MiB (0: unset)")
+	cli := flag.Bool("cli", false, "measure the crucible dedup command on the corpus written as JSONL (wall, CPU, peak RSS) instead")
+	keep := flag.String("keep", "", "with -cli: work folder to keep (default: a temporary one, removed)")
 	flag.Parse()
+	if *cli {
+		if err := runCLI(*n, *keep); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/dedup:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *memLimit > 0 {
 		debug.SetMemoryLimit(*memLimit << 20)
 	}

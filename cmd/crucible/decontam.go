@@ -30,7 +30,12 @@ type DecontamIndexOptions struct {
 	Fields  []string
 	Out     string
 	Config  decontam.Config
+	// Methods is --method for a corpus index: auto (default: the
+	// interface index too where Yosys is here), lexical, behavioural.
+	Methods []string
+	Workers int
 	Stdout  io.Writer
+	Stderr  io.Writer
 }
 
 // DecontamCheckOptions are `crucible decontam check`'s flags.
@@ -83,13 +88,13 @@ func addDecontamConfigFlags(c *cobra.Command, cfg *decontam.Config) {
 }
 
 func newDecontamIndexCmd() *cobra.Command {
-	o := DecontamIndexOptions{Config: decontam.DefaultConfig()}
+	o := DecontamIndexOptions{Config: decontam.DefaultConfig(), Workers: runtime.GOMAXPROCS(0)}
 	c := &cobra.Command{
 		Use:   "index --in PATH [--in PATH...] --side benchmark|corpus [--id-field id] [--field F ...] --out DIR",
 		Short: "Build a persisted n-gram/MinHash index of a benchmark or of a training corpus",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Stdout = cmd.OutOrStdout()
+			o.Stdout, o.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			return runDecontamIndex(cmd.Context(), o)
 		},
 	}
@@ -100,6 +105,8 @@ func newDecontamIndexCmd() *cobra.Command {
 	f.StringVar(&o.IDField, "id-field", "", "id column (default: id for a benchmark, item_id|id for a corpus)")
 	f.StringArrayVar(&o.Fields, "field", nil, "text column (repeatable; default: prompt, ref, code, ... for a benchmark; instruction, reference, text, ... for a corpus)")
 	f.StringVar(&o.Out, "out", "", "index directory to create (required)")
+	f.StringSliceVar(&o.Methods, "method", []string{methodAuto}, "corpus index: auto | lexical | behavioural: behavioural (and auto where Yosys is on PATH) also stores every corpus design with its Yosys-read interface (designs.jsonl), so a benchmark checked against the index is matched behaviourally too")
+	f.IntVar(&o.Workers, "workers", o.Workers, "concurrent interface extractions (behavioural)")
 	addDecontamConfigFlags(c, &o.Config)
 	_ = c.MarkFlagRequired("in")
 	_ = c.MarkFlagRequired("out")
@@ -136,12 +143,20 @@ func runDecontamIndex(ctx context.Context, o DecontamIndexOptions) error {
 			fields = defaultCorpusFields
 		}
 	}
-	meta, err := decontam.BuildIndex(ctx, o.Config, o.Out, o.Name, o.Side, decontam.FileRecords{Paths: o.In, IDField: idf, Fields: fields})
+	opt, err := indexDesignsOption(ctx, o)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Stdout, "decontam index %s (%s): %d entries, %d postings, %d-grams, MinHash %s; %d n-grams common to more than %v of %d items not counted\n  written to %s\n",
-		meta.Name, meta.Side, meta.Entries, meta.Records, meta.Config.NGram, meta.Bands, meta.Common, meta.Config.MaxDocFreq, meta.Items, o.Out)
+	meta, err := decontam.BuildIndexWith(ctx, o.Config, o.Out, o.Name, o.Side, decontam.FileRecords{Paths: o.In, IDField: idf, Fields: fields}, opt)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Stdout, "decontam index %s (%s): %d entries, %d postings, %d-grams, MinHash %s; %d n-grams common to more than %v of %d items not counted\n",
+		meta.Name, meta.Side, meta.Entries, meta.Records, meta.Config.NGram, meta.Bands, meta.Common, meta.Config.MaxDocFreq, meta.Items)
+	if meta.Behavioural {
+		fmt.Fprintf(o.Stdout, "  interface index: %d designs in %d rows (%d without a readable interface, not matched behaviourally)\n", meta.Designs, meta.DesignRows, meta.DesignErrors)
+	}
+	fmt.Fprintf(o.Stdout, "  written to %s\n", o.Out)
 	return nil
 }
 
@@ -210,9 +225,14 @@ a verifier harness); an index directory holds none. The summary gives
 designs, pairs pruned by shape, simulations, unjudged simulations (never
 contamination) and wall time; the manifest has them as behavioural.* counts.
 auto is lexical plus behavioural where it can run; where Icarus or Yosys is
-missing it says so on stderr and runs lexical only. --method behavioural
-where it cannot run (no tools, --corpus-index, no executable benchmark) is
-exit 2.
+missing it says so on stderr and runs lexical only. With --corpus-index
+(the reverse direction: a new benchmark against a corpus indexed before),
+behavioural matching reads the designs and their interfaces from the
+index's interface index (designs.jsonl, written by 'decontam index --side
+corpus' where Yosys is on PATH); an index without one (version 2 or older,
+or built with --method lexical) is matched lexically only, with a note on
+stderr. --method behavioural where it cannot run (no tools, a corpus index
+without an interface index, no executable benchmark) is exit 2.
 
 --corpus (and 'decontam index --in') take files, quoted globs and
 directories as 'crucible dedup --in' does.
@@ -349,24 +369,35 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 			sums = append(sums, s)
 		}
 	default:
+		// Every benchmark is open at once so the corpus is read and each
+		// text analysed once for all of them (CheckRecordsAll).
 		corpus := decontam.FileRecords{Paths: o.Corpus, IDField: o.CorpusIDField, Fields: cfields}
+		var ixs []*decontam.Index
+		var cleanups []func()
+		closeAll := func() {
+			for _, c := range cleanups {
+				c()
+			}
+		}
 		for _, b := range o.Benchmarks {
 			ix, cleanup, err := decontam.OpenBenchmark(ctx, o.Config, decontam.BenchmarkSpec{Path: b, IDField: o.IDField, Fields: fields}, "")
 			if err != nil {
+				closeAll()
 				w.Abort()
 				return err
 			}
-			s, err := decontam.CheckRecords(ctx, ix, corpus, o.Workers, func(row int64, m decontam.Match) error {
-				hits.add(row, m)
-				return write(m)
-			})
-			cleanup()
-			if err != nil {
-				w.Abort()
-				return err
-			}
-			sums = append(sums, s)
+			ixs, cleanups = append(ixs, ix), append(cleanups, cleanup)
 		}
+		s, err := decontam.CheckRecordsAll(ctx, ixs, corpus, o.Workers, func(_ int, row int64, m decontam.Match) error {
+			hits.add(row, m)
+			return write(m)
+		})
+		closeAll()
+		if err != nil {
+			w.Abort()
+			return err
+		}
+		sums = append(sums, s...)
 	}
 	// The progress bar covers the lexical passes; the behavioural one's
 	// reads are not metered (its time is simulation, reported in its summary).
@@ -393,10 +424,7 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 	}
 	for _, s := range bsums {
 		fmt.Fprint(o.Stdout, s.String())
-		for k, v := range map[string]int64{"matches": s.Matches, "designs": s.Designs, "interface_errors": s.InterfaceErrors,
-			"pairs_considered": s.PairsConsidered, "pairs_pruned": s.PairsPruned, "pairs_compatible": s.PairsCompatible,
-			"pairs_capped": s.PairsCapped, "simulations": s.Simulations, "unjudged": s.Unjudged, "wall_ms": s.Wall.Milliseconds(),
-			"problems_unreadable": int64(s.SkippedProblems)} {
+		for k, v := range s.Counts(true) {
 			m.Counts["behavioural."+k+"."+s.Benchmark] = v
 		}
 		contaminated += s.Matches

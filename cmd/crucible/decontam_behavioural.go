@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"github.com/crucible-data/crucible/decontam"
@@ -59,23 +56,6 @@ func parseMethods(vals []string) (checkMethods, error) {
 	return m, nil
 }
 
-// behaviouralToolsMissing names what behavioural matching lacks here
-// ("" when Icarus, Yosys and candidate isolation are all available).
-func behaviouralToolsMissing(ctx context.Context, v *rtl.Verifier) string {
-	var miss []string
-	for _, t := range []string{"iverilog", "vvp", "yosys"} {
-		if _, err := exec.LookPath(t); err != nil {
-			miss = append(miss, t+" not on PATH")
-		}
-	}
-	if len(miss) == 0 && v != nil {
-		if err := v.Check(ctx); err != nil {
-			miss = append(miss, err.Error())
-		}
-	}
-	return strings.Join(miss, "; ")
-}
-
 // runBehavioural is the behavioural pass of `decontam check` over every
 // --benchmark file with executable RTL problems. It returns one summary per
 // benchmark checked; fn gets each match (row = place in the corpus).
@@ -83,34 +63,42 @@ func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods,
 	if !m.behavioural && !m.auto {
 		return nil, nil
 	}
+	var cix *decontam.DesignIndex
 	if o.CorpusIndex != "" {
-		if !m.auto {
-			return nil, fmt.Errorf("%w: --method behavioural needs the corpus designs (--corpus files); a --corpus-index holds none", errUsage)
-		}
-		fmt.Fprintln(stderr, "decontam: behavioural matching skipped: a --corpus-index holds no designs to simulate (lexical only)")
-		return nil, nil
-	}
-	type bench struct {
-		path  string
-		items []decontam.BenchItem
-	}
-	var benches []bench
-	for _, b := range o.Benchmarks {
-		if st, err := os.Stat(b); err == nil && st.IsDir() {
-			fmt.Fprintf(stderr, "decontam: behavioural matching skips benchmark %s: an index directory holds no harnesses (give the benchmark file)\n", b)
-			continue
-		}
-		items, err := decontam.LoadBenchItems(ctx, b)
+		ix, err := decontam.OpenDesignIndex(o.CorpusIndex)
 		if err != nil {
 			return nil, err
 		}
-		if len(items) == 0 {
+		if why := ix.Unavailable(); why != "" {
 			if !m.auto {
-				fmt.Fprintf(stderr, "decontam: benchmark %s has no executable RTL problems (harness and reference): not matched behaviourally\n", b)
+				return nil, fmt.Errorf("%w: --method behavioural: --corpus-index %s: %s", errUsage, o.CorpusIndex, why)
 			}
-			continue
+			fmt.Fprintf(stderr, "decontam: behavioural matching NOT available for --corpus-index %s: %s\n", o.CorpusIndex, why)
+			return nil, nil
 		}
-		benches = append(benches, bench{b, items})
+		cix = ix
+	}
+	cfg := decontam.BehaviouralConfig{Workers: o.Workers}
+	specs := make([]decontam.BenchmarkSpec, len(o.Benchmarks))
+	for i, b := range o.Benchmarks {
+		specs[i] = decontam.BenchmarkSpec{Path: b}
+	}
+	all, err := decontam.OpenBehaviouralBenchmarks(ctx, specs, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var benches []*decontam.BehaviouralIndex
+	for _, b := range all {
+		switch {
+		case b.Index != nil:
+			benches = append(benches, b.Index)
+		case b.Kernels != nil:
+			fmt.Fprintf(stderr, "decontam: benchmark %s: its kernel problems are matched behaviourally by the decontam pipeline stage only (corpus items must state their arguments)\n", b.Spec.Path)
+		case b.NotRun == decontam.NotRunIndexDir:
+			fmt.Fprintf(stderr, "decontam: behavioural matching skips benchmark %s: %s\n", b.Spec.Path, b.NotRun)
+		case !m.auto:
+			fmt.Fprintf(stderr, "decontam: benchmark %s has %s: not matched behaviourally\n", b.Spec.Path, b.NotRun)
+		}
 	}
 	if len(benches) == 0 {
 		if !m.auto {
@@ -124,39 +112,38 @@ func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods,
 	if err != nil {
 		return nil, err
 	}
-	if miss := behaviouralToolsMissing(ctx, v); miss != "" {
+	if miss := decontam.ToolsMissing(ctx, v, "iverilog", "vvp", "yosys"); miss != "" {
 		if !m.auto {
 			return nil, fmt.Errorf("%w: --method behavioural cannot run here: %s", errUsage, miss)
 		}
 		fmt.Fprintf(stderr, "decontam: behavioural matching NOT run (%s): lexical only; install Icarus Verilog and Yosys for behavioural coverage\n", miss)
 		return nil, nil
 	}
-	cfg := decontam.BehaviouralConfig{Workers: o.Workers}
 	cfields := o.CorpusFields
 	if len(cfields) == 0 {
 		cfields = defaultCorpusFields
 	}
 	var sums []decontam.BehaviouralSummary
-	for _, b := range benches {
-		bx, err := decontam.NewBehaviouralIndex(ctx, benchName(b.path), b.items, cfg)
-		if err != nil {
+	if cix != nil {
+		for _, bx := range benches {
+			s, err := decontam.CheckBehaviouralIndex(ctx, bx, v, cix, cfg, fn)
+			if err != nil {
+				return nil, err
+			}
+			sums = append(sums, s)
+		}
+	} else {
+		corpus := decontam.FileRecords{Paths: o.Corpus, IDField: o.CorpusIDField, Fields: cfields}
+		if sums, err = decontam.CheckBehaviouralAll(ctx, benches, v, corpus, cfg, func(_ int, row int64, m decontam.Match) error { return fn(row, m) }); err != nil {
 			return nil, err
 		}
-		s, err := decontam.CheckBehavioural(ctx, bx, v, decontam.FileRecords{Paths: o.Corpus, IDField: o.CorpusIDField, Fields: cfields}, cfg, fn)
-		if err != nil {
-			return nil, err
-		}
+	}
+	for _, bx := range benches {
 		for _, sk := range bx.Skipped {
 			fmt.Fprintf(stderr, "decontam: benchmark problem not matched behaviourally (interface unreadable): %s\n", sk)
 		}
-		sums = append(sums, s)
 	}
 	return sums, nil
-}
-
-// benchName is the benchmark's name as lexical summaries give it.
-func benchName(path string) string {
-	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 }
 
 // behaviouralAsSummary records a behavioural pass in the run record (and
@@ -165,4 +152,35 @@ func behaviouralAsSummary(s decontam.BehaviouralSummary, cfg decontam.Config) de
 	return decontam.Summary{Benchmark: s.Benchmark, Direction: "behavioural", Queries: s.Designs, Matches: s.Matches,
 		Contaminated: s.Matches, CorpusItems: s.CorpusItems, BenchmarkItems: s.BenchmarkItems, BenchmarkEntries: s.Problems,
 		Threshold: cfg.Threshold, ReportMin: cfg.ReportMin}
+}
+
+// indexDesignsOption reads `decontam index --method`: whether a corpus
+// index also gets its interface index. auto builds it where Yosys is on
+// PATH and says on stderr when it cannot; behavioural insists (exit 2
+// without Yosys, or for a benchmark index, whose harnesses stay in the
+// benchmark file).
+func indexDesignsOption(ctx context.Context, o DecontamIndexOptions) (decontam.IndexOptions, error) {
+	m, err := parseMethods(o.Methods)
+	if err != nil {
+		return decontam.IndexOptions{}, err
+	}
+	if !m.behavioural && !m.auto {
+		return decontam.IndexOptions{}, nil
+	}
+	if o.Side != decontam.SideCorpus {
+		if m.behavioural {
+			return decontam.IndexOptions{}, fmt.Errorf("%w: --method behavioural is for a corpus index (--side corpus); a benchmark is matched behaviourally from its file, which holds the harnesses", errUsage)
+		}
+		return decontam.IndexOptions{}, nil
+	}
+	if miss := decontam.ToolsMissing(ctx, nil, "yosys"); miss != "" {
+		if m.behavioural {
+			return decontam.IndexOptions{}, fmt.Errorf("%w: --method behavioural cannot build the interface index here: %s", errUsage, miss)
+		}
+		if o.Stderr != nil {
+			fmt.Fprintf(o.Stderr, "decontam: interface index NOT built (%s): the index is lexical only; a benchmark checked against it will not be matched behaviourally\n", miss)
+		}
+		return decontam.IndexOptions{}, nil
+	}
+	return decontam.IndexOptions{Designs: &decontam.BehaviouralConfig{Workers: o.Workers}}, nil
 }

@@ -1,78 +1,26 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/crucible-data/crucible/decontam"
+	"github.com/crucible-data/crucible/decontam/decontamtest"
 	"github.com/crucible-data/crucible/engine"
-	"github.com/crucible-data/crucible/internal/testenv"
 )
 
-// faddLUT is Prob027_fadd as a case table, ports renamed and reordered.
-const faddLUT = `module adder_lut (output reg s_q, output reg c_q, input z, input y, input x);
-  always @(*) begin
-    case ({x, y, z})
-      3'b000: {c_q, s_q} = 2'b00;
-      3'b001: {c_q, s_q} = 2'b01;
-      3'b010: {c_q, s_q} = 2'b01;
-      3'b011: {c_q, s_q} = 2'b10;
-      3'b100: {c_q, s_q} = 2'b01;
-      3'b101: {c_q, s_q} = 2'b10;
-      3'b110: {c_q, s_q} = 2'b10;
-      default: {c_q, s_q} = 2'b11;
-    endcase
-  end
-endmodule
-`
-
-// writeBenchSubset copies the named VerilogEval rows to dir/bench.jsonl.
-func writeBenchSubset(t *testing.T, dir string, ids ...string) string {
-	t.Helper()
-	f, err := os.Open(testenv.Dataset(t, "verilog-eval/spec-to-rtl.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var row struct{ ID string }
-		if json.Unmarshal(sc.Bytes(), &row) == nil && slices.Contains(ids, row.ID) {
-			out = append(out, sc.Text())
-		}
-	}
-	if len(out) != len(ids) {
-		t.Fatalf("found %d of %v", len(out), ids)
-	}
-	p := filepath.Join(dir, "bench.jsonl")
-	os.WriteFile(p, []byte(strings.Join(out, "\n")+"\n"), 0o644)
-	return p
-}
-
 func TestDecontamCheckBehavioural(t *testing.T) {
-	for _, tool := range []string{"iverilog", "vvp", "yosys"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s not found (CI is set)", tool)
-			}
-			t.Skipf("%s not found", tool)
-		}
-	}
+	decontamtest.RequireBehaviouralTools(t)
 	dir := t.TempDir()
-	bench := writeBenchSubset(t, dir, "Prob014_andgate", "Prob027_fadd")
+	bench := decontamtest.WriteBenchSubset(t, dir, "Prob014_andgate", "Prob027_fadd")
 	corpus := filepath.Join(dir, "corpus.jsonl")
 	var rows []string
 	for _, r := range []map[string]string{
-		{"item_id": "lut", "reference": faddLUT},
+		{"item_id": "lut", "reference": decontamtest.FaddLUT},
 		{"item_id": "or", "reference": "module g (input a, input b, output out);\n  assign out = a | b;\nendmodule\n"},
 		{"item_id": "prose", "instruction": "Write a module that adds numbers."},
 	} {
@@ -145,14 +93,36 @@ func TestDecontamCheckBehavioural(t *testing.T) {
 	if _, err := runCLI(t, "decontam", "check", "--corpus", corpus, "--benchmark", bench, "--out", filepath.Join(dir, "bad"), "--method", "lexical,semantic"); exitCode(context.Background(), err) != exitUsage {
 		t.Errorf("--method semantic: %v, want exit 2", err)
 	}
-	// --method behavioural where it cannot run: a corpus index holds no
-	// designs; a benchmark without harnesses has nothing to run.
+	// The reverse direction: a corpus index keeps its designs'
+	// interfaces, so the benchmark checked against it finds the rewrite.
 	idx := filepath.Join(dir, "cidx")
-	if _, err := runCLI(t, "decontam", "index", "--in", corpus, "--side", "corpus", "--out", idx); err != nil {
+	stdout, err = runCLI(t, "decontam", "index", "--in", corpus, "--side", "corpus", "--out", idx)
+	if err != nil || !strings.Contains(stdout, "interface index: 2 designs in 3 rows (0 without") {
+		t.Fatalf("index: %v\n%s", err, stdout)
+	}
+	ci := filepath.Join(dir, "ci")
+	if _, err := runCLI(t, "decontam", "check", "--corpus-index", idx, "--benchmark", bench, "--out", ci, "--method", "behavioural"); exitCode(context.Background(), err) != exitFindings {
+		t.Fatalf("--method behavioural --corpus-index: %v, want exit 6", err)
+	}
+	files, _ = filepath.Glob(filepath.Join(ci, "matches-*.parquet"))
+	if ms, err = engine.ReadAll[decontam.Match](files...); err != nil || len(ms) != 1 || ms[0].CorpusID != "lut" || ms[0].BenchmarkID != "Prob027_fadd" || ms[0].Method != decontam.MethodBehavioural {
+		t.Errorf("reverse matches %+v (%v)", ms, err)
+	}
+	// --method behavioural where it cannot run: a corpus index built
+	// lexical-only holds no designs; a benchmark without harnesses has
+	// nothing to run.
+	lidx := filepath.Join(dir, "cidx-lex")
+	if _, err := runCLI(t, "decontam", "index", "--in", corpus, "--side", "corpus", "--out", lidx, "--method", "lexical"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runCLI(t, "decontam", "check", "--corpus-index", idx, "--benchmark", bench, "--out", filepath.Join(dir, "ci"), "--method", "behavioural"); exitCode(context.Background(), err) != exitUsage {
-		t.Errorf("--method behavioural --corpus-index: %v, want exit 2", err)
+	if _, err := runCLI(t, "decontam", "check", "--corpus-index", lidx, "--benchmark", bench, "--out", filepath.Join(dir, "ci-lex"), "--method", "behavioural"); exitCode(context.Background(), err) != exitUsage || !strings.Contains(err.Error(), "lexical-only") {
+		t.Errorf("--method behavioural --corpus-index (lexical-only index): %v, want exit 2", err)
+	}
+	// auto against it: lexical only (the OR gate's structural match of
+	// andgate, exit 6), saying that behavioural was not available.
+	stdout, err = runCLI(t, "decontam", "check", "--corpus-index", lidx, "--benchmark", bench, "--out", filepath.Join(dir, "ci-auto"))
+	if exitCode(context.Background(), err) != exitFindings || !strings.Contains(stdout, "behavioural matching NOT available for --corpus-index") || strings.Contains(stdout, "(behavioural)") {
+		t.Errorf("auto --corpus-index (lexical-only index): %v\n%s", err, stdout)
 	}
 	noharness := filepath.Join(dir, "prompts.jsonl")
 	os.WriteFile(noharness, []byte(`{"id":"p1","prompt":"an adder with a carry in and a carry out, please"}`+"\n"), 0o644)

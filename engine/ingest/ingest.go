@@ -29,7 +29,9 @@ const (
 // Presets lists the valid preset names.
 var Presets = []string{PresetItems, PresetVerilogEval, PresetTaskDir}
 
-// Sink receives ingested rows in input order.
+// Sink receives ingested rows in input order, always on the goroutine that
+// called IngestPaths, IngestFile or IngestRange (the JSONL workers only
+// decode), so a sink needs no locking.
 type Sink struct {
 	Item   func(engine.Item) error
 	Reject func(engine.Rejection) error
@@ -49,8 +51,14 @@ type Ingester struct {
 	Preset string
 	Sink   Sink
 	Stats  Stats
-	seen   map[string]bool
-	meter  *engine.FileMeter // the file being read, for a progress bar of rows and bytes
+	// Workers is the number of goroutines decoding and validating JSONL
+	// lines (0: GOMAXPROCS; 1: all on the calling goroutine). The output
+	// is the same for every value; see jsonl.go.
+	Workers int
+
+	seen  map[string]bool
+	meter *engine.FileMeter // the file being read, for a progress bar of rows and bytes
+	dec   lineDecoder       // the calling goroutine's decoder (see decode.go)
 }
 
 // New returns an ingester for a preset.
@@ -176,38 +184,6 @@ func (g *Ingester) IngestRange(ctx context.Context, r engine.FileRange) error {
 	return g.ingestJSONL(ctx, r.Path, mtime, &r)
 }
 
-func (g *Ingester) ingestJSONL(ctx context.Context, path string, mtime time.Time, r *engine.FileRange) error {
-	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
-		return nil // an empty file holds no rows; the stats show 0
-	}
-	scan := engine.ScanJSONL
-	if r != nil {
-		scan = func(path string, fn func(int64, []byte) error, bad func(*engine.JSONLError)) error {
-			return engine.ScanJSONLRange(path, r.Start, r.End, fn, bad)
-		}
-	}
-	return scan(path, func(line int64, raw []byte) error {
-		// An interrupt stops a long file within a few hundred rows.
-		if line%256 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		g.meter.Row(int64(len(raw)) + 1)
-		g.Stats.Rows++
-		it, err := g.decode(raw)
-		if err != nil {
-			return g.reject(idOf(raw), path, line, "invalid_json", err.Error())
-		}
-		return g.accept(it, path, line, mtime)
-	}, func(e *engine.JSONLError) {
-		g.Stats.Rows++
-		reason := "invalid_utf8"
-		if strings.Contains(e.Err.Error(), "longer than") {
-			reason = "too_large"
-		}
-		_ = g.reject("", path, e.Line, reason, e.Err.Error())
-	})
-}
-
 func (g *Ingester) ingestParquet(ctx context.Context, path string, rowGroups []int, mtime time.Time) error {
 	if g.Preset == PresetVerilogEval {
 		return g.parquetRows(ctx, path, rowGroups, func(r veRow) engine.Item { return fromVerilogEval(r) }, mtime)
@@ -281,7 +257,8 @@ func (g *Ingester) acceptChecked(it engine.Item, path string, row int64, mtime t
 	return g.accept(it, path, row, mtime)
 }
 
-func (g *Ingester) decode(raw []byte) (engine.Item, error) {
+// decode decodes one line of the ingester's preset with dec.
+func (g *Ingester) decode(dec *lineDecoder, raw []byte) (engine.Item, error) {
 	if g.Preset == PresetVerilogEval {
 		var r veRow
 		if err := json.Unmarshal(raw, &r); err != nil {
@@ -289,12 +266,19 @@ func (g *Ingester) decode(raw []byte) (engine.Item, error) {
 		}
 		return fromVerilogEval(r), nil
 	}
-	var it engine.Item
-	err := json.Unmarshal(raw, &it)
-	return it, err
+	return dec.decode(raw)
 }
 
 func (g *Ingester) accept(it engine.Item, path string, line int64, mtime time.Time) error {
+	if rej := check(&it, path, mtime); rej != nil {
+		return g.reject(rej.id, path, line, rej.reason, rej.detail)
+	}
+	return g.admit(it, path, line)
+}
+
+// check normalizes an item and validates it: nil, or why it is rejected.
+// It touches nothing but it, so the JSONL workers call it in parallel.
+func check(it *engine.Item, path string, mtime time.Time) *rowRejection {
 	it.Normalize(mtime)
 	if it.Provenance.Source == "" {
 		it.Provenance.Source = filepath.Base(path)
@@ -304,8 +288,13 @@ func (g *Ingester) accept(it engine.Item, path string, line int64, mtime time.Ti
 		for _, e := range errs {
 			parts = append(parts, e.Error())
 		}
-		return g.reject(it.ItemID, path, line, errs[0].Reason, strings.Join(parts, "; "))
+		return &rowRejection{id: it.ItemID, reason: errs[0].Reason, detail: strings.Join(parts, "; ")}
 	}
+	return nil
+}
+
+// admit passes a checked item to the sink unless its id was seen before.
+func (g *Ingester) admit(it engine.Item, path string, line int64) error {
 	if g.seen[it.ItemID] {
 		return g.reject(it.ItemID, path, line, "duplicate_id", "item_id already ingested")
 	}

@@ -3,7 +3,6 @@ package compose
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/crucible-data/crucible/engine"
@@ -55,11 +54,14 @@ func RegisterStages(reg *engine.Registry) {
 
 type composeStage struct{ cfg StageSettings }
 
+// Run composes the items. It holds every item it composes, whole: the
+// split, the balanced fill and the lineage caps look at all of them at
+// once, and train and validation are the items themselves in the order
+// Compose gives. Under restrict_to, the selection's task ids are read
+// first and the items stream past a batch at a time, so the items it
+// drops are never held.
 func (s *composeStage) Run(ctx context.Context, sc *engine.StageContext) error {
-	items, err := engine.ReadInputs[engine.Item](sc, "items")
-	if err != nil {
-		return err
-	}
+	var ids map[string]bool // restrict_to's tasks; nil: every item
 	if s.cfg.RestrictTo != "" {
 		if len(sc.Inputs(s.cfg.RestrictTo)) == 0 {
 			sc.Log.Warn("compose: restrict_to kind has no upstream shards; composing nothing", "kind", s.cfg.RestrictTo)
@@ -68,15 +70,27 @@ func (s *composeStage) Run(ctx context.Context, sc *engine.StageContext) error {
 		if err != nil {
 			return err
 		}
-		items = Restrict(items, keep)
+		ids = taskIDs(keep)
+	}
+	items := make([]engine.Item, 0, sc.InputRows("items")) // sized once: no copies left behind by growth
+	err := engine.ReadBatches[engine.Item](ctx, sc, "items", engine.BatchOptions{}).Each(func(b []engine.Item) error {
+		for _, it := range b {
+			if ids == nil || ids[it.ItemID] {
+				items = append(items, it)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	res, err := Compose(items, s.cfg.Config)
 	if err != nil {
 		return err
 	}
-	if err := errors.Join(toStage(sc, KindTrain, res.Train), toStage(sc, KindValidation, res.Validation),
-		toStage(sc, KindComposition, res.Assignments), toStage(sc, KindCoverage, res.Coverage),
-		toStage(sc, KindRejections, res.Rejections)); err != nil {
+	if err := errors.Join(engine.WriteRows(sc, KindTrain, res.Train), engine.WriteRows(sc, KindValidation, res.Validation),
+		engine.WriteRows(sc, KindComposition, res.Assignments), engine.WriteRows(sc, KindCoverage, res.Coverage),
+		engine.WriteRows(sc, KindRejections, res.Rejections)); err != nil {
 		return err
 	}
 	for k, n := range res.Counters() {
@@ -88,10 +102,7 @@ func (s *composeStage) Run(ctx context.Context, sc *engine.StageContext) error {
 
 // Restrict keeps the items whose id is a task of keep, in item order.
 func Restrict(items []engine.Item, keep []selection.TaskSelection) []engine.Item {
-	ids := make(map[string]bool, len(keep))
-	for _, k := range keep {
-		ids[k.TaskID] = true
-	}
+	ids := taskIDs(keep)
 	var out []engine.Item
 	for _, it := range items {
 		if ids[it.ItemID] {
@@ -101,15 +112,12 @@ func Restrict(items []engine.Item, keep []selection.TaskSelection) []engine.Item
 	return out
 }
 
-func toStage[T any](sc *engine.StageContext, kind string, rows []T) error {
-	w, err := engine.StageWriter[T](sc, kind)
-	if err != nil {
-		return err
+func taskIDs(keep []selection.TaskSelection) map[string]bool {
+	ids := make(map[string]bool, len(keep))
+	for _, k := range keep {
+		ids[k.TaskID] = true
 	}
-	if err := w.Write(rows...); err != nil {
-		return fmt.Errorf("writing %s: %w", kind, err)
-	}
-	return nil
+	return ids
 }
 
 // WriteDir writes every output kind as shards <kind>-NNNNN.parquet in dir

@@ -107,8 +107,22 @@ func RegisterStages(reg *engine.Registry) {
 		}, Doc: "derives candidate tasks from seeds by route (contract mutation, solution-first, instruction-first); writes evolved, items (seeds), skipped"})
 }
 
+// runStage evolves the seeds a batch at a time (engine.ReadBatches):
+// evolution is per seed, so what it holds is one batch of seeds and their
+// candidates and skips. A first pass reads only the domain column, to know
+// before the first batch whether a kernel judge is needed.
 func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) error {
-	seeds, err := engine.ReadInputs[engine.Item](st, "items")
+	var kinds []engine.Item // one item per domain present: all NewJudges looks at
+	var nSeeds int64
+	err := engine.ReadBatches[seedDomain](ctx, st, "items", engine.BatchOptions{}).Each(func(ds []seedDomain) error {
+		for _, d := range ds {
+			if !HasDomain(kinds, d.Domain) {
+				kinds = append(kinds, engine.Item{Domain: d.Domain})
+			}
+		}
+		nSeeds += int64(len(ds))
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -128,7 +142,7 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 	if err != nil {
 		return err
 	}
-	judges, err := NewJudges(ver, sc.Kernel, seeds, st.Log)
+	judges, err := NewJudges(ver, sc.Kernel, kinds, st.Log)
 	if err != nil {
 		return err
 	}
@@ -137,38 +151,54 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 	if err != nil {
 		return err
 	}
-	p := st.Progress(int64(len(seeds)))
-	res, err := e.Evolve(ctx, seeds)
-	p.Add(int64(len(seeds)))
-	p.Done()
+	candW, err := engine.StageWriter[engine.Item](st, KindEvolved)
 	if err != nil {
 		return err
 	}
-	if err := writeAll(st, KindEvolved, res.Candidates); err != nil {
+	skipW, err := engine.StageWriter[engine.Rejection](st, KindSkipped)
+	if err != nil {
 		return err
 	}
-	if err := writeAll(st, KindSkipped, res.Skipped); err != nil {
-		return err
-	}
+	var seedW *engine.ShardWriter[engine.Item]
 	if sc.PassSeeds {
-		if err := writeAll(st, "items", seeds); err != nil {
+		if seedW, err = engine.StageWriter[engine.Item](st, "items"); err != nil {
 			return err
 		}
 	}
-	for k, v := range res.Counts {
-		st.Count(k, v)
-	}
-	st.Log.Info("evolve done", "seeds", len(seeds), "candidates", len(res.Candidates), "skipped", len(res.Skipped))
-	return nil
-}
-
-func writeAll[T any](st *engine.StageContext, kind string, rows []T) error {
-	w, err := engine.StageWriter[T](st, kind)
+	p := st.Progress(nSeeds)
+	defer p.Done()
+	st.Count("seeds", 0) // Evolve's totals, recorded even when there are no seeds
+	st.Count("candidates", 0)
+	var nCands, nSkipped int
+	err = engine.ReadBatches[engine.Item](ctx, st, "items", engine.BatchOptions{}).Each(func(seeds []engine.Item) error {
+		res, err := e.Evolve(ctx, seeds)
+		if err != nil {
+			return err
+		}
+		p.Add(int64(len(seeds)))
+		nCands, nSkipped = nCands+len(res.Candidates), nSkipped+len(res.Skipped)
+		for k, v := range res.Counts {
+			st.Count(k, v)
+		}
+		if err := candW.Write(res.Candidates...); err != nil {
+			return err
+		}
+		if err := skipW.Write(res.Skipped...); err != nil {
+			return err
+		}
+		if seedW != nil {
+			return seedW.Write(seeds...)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	if len(rows) == 0 {
-		return nil
-	}
-	return w.Write(rows...)
+	st.Log.Info("evolve done", "seeds", nSeeds, "candidates", nCands, "skipped", nSkipped)
+	return nil
+}
+
+// seedDomain is the one column of a seed the first pass reads.
+type seedDomain struct {
+	Domain string `arrow:"domain"`
 }

@@ -75,6 +75,10 @@ func RegisterStages(reg *engine.Registry) {
 		}, Doc: "runs evolved candidates through ordered admission gates; writes items (parents + admitted), rejections, yield, gate_evidence"})
 }
 
+// runStage admits the candidates. It holds every parent and candidate (and
+// what the gates produce): the gates are global, not per item — the dedup
+// gate compares each candidate with every parent and admitted sibling, the
+// compose gate caps admissions per lineage — and Admit takes them whole.
 func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) error {
 	parents, err := engine.ReadInputs[engine.Item](st, "items")
 	if err != nil {
@@ -121,16 +125,16 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 	if sc.PassParents {
 		items = append(append([]engine.Item(nil), parents...), res.Admitted...)
 	}
-	if err := write(st, "items", items); err != nil {
+	if err := engine.WriteRows(st, "items", items); err != nil {
 		return err
 	}
-	if err := write(st, "rejections", res.Rejections); err != nil {
+	if err := engine.WriteRows(st, "rejections", res.Rejections); err != nil {
 		return err
 	}
-	if err := write(st, KindYield, res.Yield); err != nil {
+	if err := engine.WriteRows(st, KindYield, res.Yield); err != nil {
 		return err
 	}
-	if err := write(st, KindGateEvidence, res.Evidence); err != nil {
+	if err := engine.WriteRows(st, KindGateEvidence, res.Evidence); err != nil {
 		return err
 	}
 	for k, v := range res.Counters() {
@@ -140,15 +144,4 @@ func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) erro
 	st.PassedOn(int64(len(res.Admitted))) // the parents copied through are not a yield
 	st.Log.Info("admit done", "candidates", len(cands), "admitted", len(res.Admitted), "rejected", len(res.Rejections))
 	return nil
-}
-
-func write[T any](st *engine.StageContext, kind string, rows []T) error {
-	w, err := engine.StageWriter[T](st, kind)
-	if err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	return w.Write(rows...)
 }

@@ -20,6 +20,12 @@ import (
 // PlanFile is the plan stage's JSON summary (counts, fill, per-group drops).
 const PlanFile = "pack-plan.json"
 
+// runPackPlan plans the packing of every sample. It holds one LengthRow per
+// sample (ids, source position, token counts: tens of bytes, the only
+// columns of the lengths shards it reads), since the plan is global — it
+// restores the global input order across parts, drops repeated ids and
+// bin-packs all samples at once; the token ids stay on disk until the
+// pack parts read them.
 func runPackPlan(ctx context.Context, sc *engine.StageContext, cfg ShardConfig, env *packEnv) error {
 	if err := readMeta(sc, sc.InputPaths(KindPackMeta), env.meta, false); err != nil {
 		return err

@@ -77,6 +77,10 @@ type selectStage struct {
 	judges *engine.Judges
 }
 
+// Run selects over the rollouts. It holds every rollout (selection is
+// global: pass@k, strata and the gap need all of a task's rollouts, in any
+// order) and, of the upstream items, only those some rollout names, which
+// are all Select looks up; the items stream past a batch at a time.
 func (s *selectStage) Run(ctx context.Context, sc *engine.StageContext) error {
 	paths := append(append([]string(nil), sc.Files...), sc.InputPaths(KindRollouts)...)
 	if len(paths) == 0 {
@@ -86,11 +90,11 @@ func (s *selectStage) Run(ctx context.Context, sc *engine.StageContext) error {
 	if err != nil {
 		return err
 	}
-	items, err := engine.ReadInputs[engine.Item](sc, "items")
+	items, nItems, err := rolloutItems(ctx, sc, rows)
 	if err != nil {
 		return err
 	}
-	sc.Log.Info("select: judging rollouts", "rollouts", len(rows), "items", len(items), "files", len(paths))
+	sc.Log.Info("select: judging rollouts", "rollouts", len(rows), "items", nItems, "files", len(paths))
 	var prog engine.Progress
 	res, err := Select(ctx, s.cfg, rows, Options{Judges: s.judges, Items: items, RowLabel: label, Verified: func(n, total int) {
 		if prog == nil {
@@ -113,6 +117,25 @@ func (s *selectStage) Run(ctx context.Context, sc *engine.StageContext) error {
 	sc.Log.Info("select: done", "tasks", res.Report.Tasks, "gap", len(res.Gap), "uncovered", len(res.Uncovered),
 		"recoverable", len(res.Recoverable), "excluded_unjudged", res.Report.StudentExcluded+res.Report.TeacherExcluded)
 	return nil
+}
+
+// rolloutItems streams the upstream items and keeps those a rollout names,
+// in input order; n counts every item read.
+func rolloutItems(ctx context.Context, sc *engine.StageContext, rows []Rollout) (items []engine.Item, n int, err error) {
+	tasks := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		tasks[r.TaskID] = true
+	}
+	err = engine.ReadBatches[engine.Item](ctx, sc, "items", engine.BatchOptions{}).Each(func(b []engine.Item) error {
+		n += len(b)
+		for _, it := range b {
+			if tasks[it.ItemID] {
+				items = append(items, it)
+			}
+		}
+		return nil
+	})
+	return items, n, err
 }
 
 // ReadRollouts reads rollout files (JSONL or Parquet) in order and returns
@@ -138,21 +161,10 @@ func ReadRollouts(paths ...string) ([]Rollout, func(i int) string, error) {
 // WriteResult writes every output kind of res through the stage's writers.
 func WriteResult(sc *engine.StageContext, res *Result) error {
 	return errors.Join(
-		toStage(sc, KindEvidence, res.Evidence), toStage(sc, KindRejections, res.Rejections),
-		toStage(sc, KindSelection, res.Tasks), toStage(sc, KindGap, res.Gap), toStage(sc, KindUncovered, res.Uncovered),
-		toStage(sc, KindRecoverable, res.Recoverable), toStage(sc, KindRewards, res.Rewards),
-		toStage(sc, KindStrataSample, res.StrataSample))
-}
-
-func toStage[T any](sc *engine.StageContext, kind string, rows []T) error {
-	w, err := engine.StageWriter[T](sc, kind)
-	if err != nil {
-		return err
-	}
-	if err := w.Write(rows...); err != nil {
-		return fmt.Errorf("writing %s: %w", kind, err)
-	}
-	return nil
+		engine.WriteRows(sc, KindEvidence, res.Evidence), engine.WriteRows(sc, KindRejections, res.Rejections),
+		engine.WriteRows(sc, KindSelection, res.Tasks), engine.WriteRows(sc, KindGap, res.Gap), engine.WriteRows(sc, KindUncovered, res.Uncovered),
+		engine.WriteRows(sc, KindRecoverable, res.Recoverable), engine.WriteRows(sc, KindRewards, res.Rewards),
+		engine.WriteRows(sc, KindStrataSample, res.StrataSample))
 }
 
 // WriteDir writes every output kind of res as shards <kind>-NNNNN.parquet in

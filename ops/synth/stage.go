@@ -136,6 +136,12 @@ func RegisterStages(reg *engine.Registry) {
 		}, Doc: "multi-turn generate -> verify -> feedback trajectories (real toolchains or an audited world model); writes trajectories for pack"})
 }
 
+// runStage runs the agent loop over the stage's items. It holds every item
+// and every trajectory: Runner.Run is one journal-resumed run over all of
+// them (an item_id repeated anywhere is an error, turns run concurrently
+// across items, the fidelity summary covers every trajectory), and the
+// trajectories are written once all their turns are settled. The items
+// are the small part: a trajectory carries every turn's transcript.
 func runStage(ctx context.Context, st *engine.StageContext, sc StageConfig) error {
 	items, err := engine.ReadInputs[engine.Item](st, "items")
 	if err != nil {

@@ -1,9 +1,17 @@
-package dedup
+// Package jsonscan is a validating JSON scanner for the JSONL read paths
+// (dedup's pass-through rows, ingest's item lines): it finds the members
+// of an object and the elements of an array as raw byte ranges of the
+// line, without building maps or decoding what is only passed through.
+// It accepts exactly the JSON that encoding/json accepts (RFC 8259: no
+// comments, no trailing commas, control characters escaped in strings),
+// and unquotes strings as encoding/json does (an unpaired surrogate
+// escape or an invalid UTF-8 byte becomes U+FFFD). It holds nothing
+// between calls; every result is a sub-slice of the caller's input.
+package jsonscan
 
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,14 +19,6 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 )
-
-// A validating JSON scanner for the JSONL read path: it finds the members
-// of an object and the elements of an array as raw byte ranges of the
-// line, without building maps or decoding what is only passed through.
-// It accepts exactly the JSON that encoding/json accepts (RFC 8259: no
-// comments, no trailing commas, control characters escaped in strings),
-// and unquotes strings as encoding/json does (an unpaired surrogate
-// escape or an invalid UTF-8 byte becomes U+FFFD).
 
 // maxJSONDepth bounds nesting, as encoding/json does (it refuses 10,000
 // levels), so a hostile line cannot exhaust the stack.
@@ -279,20 +279,20 @@ func scanArray(b []byte, i, depth int, fn func(v []byte) error) (int, error) {
 	}
 }
 
-// errNotObject and errNotArray are what a value of the wrong kind gives.
+// ErrNotObject and ErrNotArray are what a value of the wrong kind gives.
 var (
-	errNotObject = errors.New("not a JSON object")
-	errNotArray  = errors.New("not a JSON array")
+	ErrNotObject = errors.New("not a JSON object")
+	ErrNotArray  = errors.New("not a JSON array")
 )
 
-// members calls fn for each member of the JSON object raw (surrounding
+// Members calls fn for each member of the JSON object raw (surrounding
 // whitespace allowed), in order, validating as it goes; raw must be
 // exactly one JSON object. A repeated key is passed each time. On a
 // syntax error fn may have seen the members before it.
-func members(raw []byte, fn func(key []byte, slow bool, v []byte) error) error {
+func Members(raw []byte, fn func(key []byte, slow bool, v []byte) error) error {
 	i := skipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
-		return errNotObject
+		return ErrNotObject
 	}
 	end, err := scanObject(raw, i, 1, fn)
 	if err != nil {
@@ -304,12 +304,12 @@ func members(raw []byte, fn func(key []byte, slow bool, v []byte) error) error {
 	return nil
 }
 
-// elems calls fn for each element of the JSON array raw, validating as it
+// Elems calls fn for each element of the JSON array raw, validating as it
 // goes; raw must be exactly one JSON array.
-func elems(raw []byte, fn func(v []byte) error) error {
+func Elems(raw []byte, fn func(v []byte) error) error {
 	i := skipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '[' {
-		return errNotArray
+		return ErrNotArray
 	}
 	end, err := scanArray(raw, i, 1, fn)
 	if err != nil {
@@ -321,8 +321,8 @@ func elems(raw []byte, fn func(v []byte) error) error {
 	return nil
 }
 
-// validJSON reports whether raw is exactly one valid JSON value.
-func validJSON(raw []byte) error {
+// Valid reports whether raw is exactly one valid JSON value.
+func Valid(raw []byte) error {
 	i := skipWS(raw, 0)
 	end, err := scanValue(raw, i, 0)
 	if err != nil {
@@ -334,10 +334,10 @@ func validJSON(raw []byte) error {
 	return nil
 }
 
-// appendUnquoted appends the decoded contents of a JSON string (s: the
+// AppendUnquoted appends the decoded contents of a JSON string (s: the
 // bytes between the quotes, already validated by scanString) to dst, as
 // encoding/json decodes them.
-func appendUnquoted(dst, s []byte) []byte {
+func AppendUnquoted(dst, s []byte) []byte {
 	for r := 0; r < len(s); {
 		// A run up to the next escape, copied whole when it is valid UTF-8.
 		if e := bytes.IndexByte(s[r:], '\\'); e != 0 {
@@ -421,47 +421,34 @@ func getu4(s []byte) rune {
 	return r
 }
 
-// stringContents returns the decoded contents of the JSON string value v
+// Contents returns the decoded contents of the JSON string value v
 // (already validated, quotes included): v's own bytes when it holds no
 // escape or non-ASCII byte, else the decoding appended to scratch.
-func stringContents(v, scratch []byte) (s, grown []byte) {
+func Contents(v, scratch []byte) (s, grown []byte) {
 	in := v[1 : len(v)-1]
 	for _, c := range in {
 		if c == '\\' || c >= utf8.RuneSelf {
-			out := appendUnquoted(scratch[:0], in)
+			out := AppendUnquoted(scratch[:0], in)
 			return out, out
 		}
 	}
 	return in, scratch
 }
 
-// jsonString decodes the JSON value v as a string; ok is false when v is
+// String decodes the JSON value v as a string; ok is false when v is
 // not a JSON string.
-func jsonString(v []byte) (string, bool) {
+func String(v []byte) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
-	s, _ := stringContents(v, nil)
+	s, _ := Contents(v, nil)
 	return string(s), true
 }
 
-// keyEquals reports whether the raw key contents (slow: needs unquoting)
-// equal name.
-func keyEquals(key []byte, slow bool, name string) bool {
-	if !slow {
-		return string(key) == name
-	}
-	return string(appendUnquoted(nil, key)) == name
-}
-
-// keyString is the decoded key.
-func keyString(key []byte, slow bool) string {
+// Key is the decoded key.
+func Key(key []byte, slow bool) string {
 	if !slow {
 		return string(key)
 	}
-	return string(appendUnquoted(nil, key))
+	return string(AppendUnquoted(nil, key))
 }
-
-// decodeInt64s decodes a JSON array of integers (stored signatures; rare,
-// so encoding/json).
-func decodeInt64s(v []byte, dst *[]int64) error { return json.Unmarshal(v, dst) }
