@@ -117,11 +117,12 @@ func ClobberedInput(dir string, manifests, kinds, inputs []string) string {
 // files or directories (a directory stands for every file under it, each
 // hashed). From are committed stage output directories it reads, each
 // fingerprinted by its manifest's content hash like a pipeline upstream
-// (Spec.From is set from them). Shards are plain JSONL or Parquet files the
-// stage reads as upstream shards of a kind (kind -> files), for a command
-// whose argument may be a stage's output directory or rows in a file; each
-// is fingerprinted by its sha256 (their rows are not counted: a manifest's
-// yield.input leaves them out).
+// (Spec.From is set from them). Shards are plain files the stage reads as
+// upstream shards of a kind (kind -> files), for a command whose argument
+// may be a stage's output directory or rows in a file: Parquet where the
+// stage reads them through ReadInputs/ReadBatches (a command converts JSONL
+// first); each is fingerprinted by its sha256 (their rows are not counted:
+// a manifest's yield.input leaves them out).
 //
 // Extra are settings outside the stage's config that decide its output (the
 // judges a command builds from its flags); they join the config hash, so a

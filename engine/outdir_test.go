@@ -188,8 +188,15 @@ func TestRunOneStreamInputNeverSkips(t *testing.T) {
 // rerun skips, a changed file runs again.
 func TestRunOneReadsPlainFilesAsShards(t *testing.T) {
 	dir := t.TempDir()
-	rows := filepath.Join(dir, "nums.jsonl")
-	os.WriteFile(rows, []byte(`{"n":1,"text":"a"}`+"\n"+`{"n":2,"text":"b"}`+"\n"), 0o644)
+	writeNums := func(nums ...numRow) string {
+		t.Helper()
+		infos, err := WriteAll(context.Background(), dir, "in", "nums", DefaultWriterOptions(), nums)
+		if err != nil || len(infos) != 1 {
+			t.Fatalf("writing the input: %v, %v", infos, err)
+		}
+		return filepath.Join(dir, filepath.Base(infos[0].Path))
+	}
+	rows := writeNums(numRow{N: 1, Text: "a"}, numRow{N: 2, Text: "b"})
 	runs := map[string]int{}
 	reg := placedRegistry(runs)
 	one := OneStage{Spec: StageSpec{Name: "dbl", Type: "double"}, Out: filepath.Join(dir, "out"), Shards: map[string][]string{"nums": {rows}}}
@@ -205,7 +212,7 @@ func TestRunOneReadsPlainFilesAsShards(t *testing.T) {
 	if res, _ := runOne(t, reg, one, false); res.Status != "skipped" || runs["dbl"] != 1 {
 		t.Fatalf("identical rerun: %s after %d runs", res.Status, runs["dbl"])
 	}
-	os.WriteFile(rows, []byte(`{"n":5,"text":"c"}`+"\n"), 0o644)
+	writeNums(numRow{N: 5, Text: "c"})
 	if res, _ := runOne(t, reg, one, false); res.Status != "ran" || res.Rows["nums"] != 1 {
 		t.Fatalf("changed file: %+v", res)
 	}

@@ -123,6 +123,9 @@ func runAdmit(ctx context.Context, o AdmitOptions) error {
 			return err
 		}
 		shards[kind] = append(shards[kind], files...)
+		if err := asParquet[engine.Item](ctx, o.Out, shards, kind); err != nil {
+			return err
+		}
 	}
 	res, err := runCommandStage(ctx, o.Stdout, commandStage{Type: "admit", Config: &o.Config, From: from, Shards: shards, Out: o.Out, Force: o.Force, Writer: o.Writer})
 	if err != nil || res.Status == "skipped" {

@@ -113,8 +113,14 @@ func runCompose(ctx context.Context, o ComposeOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := asParquet[engine.Item](ctx, o.Out, shards, "items"); err != nil {
+		return err
+	}
 	if len(o.RestrictTo) > 0 {
 		if shards[selection.KindGap], err = shardInputs(o.RestrictTo, selection.KindGap); err != nil {
+			return err
+		}
+		if err := asParquet[selection.TaskSelection](ctx, o.Out, shards, selection.KindGap); err != nil {
 			return err
 		}
 		cfg.RestrictTo = selection.KindGap

@@ -127,6 +127,9 @@ func runEvolve(ctx context.Context, o EvolveOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := asParquet[engine.Item](ctx, o.Out, shards, "items"); err != nil {
+		return err
+	}
 	res, err := runCommandStage(ctx, o.Stdout, commandStage{Type: "evolve", Config: &o.Config, From: from, Shards: shards, Out: o.Out, Force: o.Force, Writer: o.Writer})
 	if err != nil || res.Status == "skipped" {
 		return err

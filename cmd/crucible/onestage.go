@@ -79,7 +79,8 @@ func runCommandStage(ctx context.Context, w io.Writer, cs commandStage) (*engine
 // directory with a committed manifest is an upstream stage (fingerprinted
 // by its manifest; the stage takes its shards of the kinds it reads); a
 // file, or a directory without a manifest (its .jsonl/.parquet files, as
-// shardInputs reads it), is rows handed to the stage as shards of kind.
+// shardInputs reads it), is rows handed to the stage as shards of kind
+// (JSONL ones converted by asParquet).
 func stageInputs(paths []string, kind string, from []string, shards map[string][]string) ([]string, error) {
 	for _, p := range paths {
 		st, err := os.Stat(p)
@@ -126,6 +127,60 @@ func clearOutputs(dir string, kinds ...string) error {
 				return fmt.Errorf("%w: %v", engine.ErrIO, err)
 			}
 		}
+	}
+	return nil
+}
+
+// asParquet replaces the JSONL files among shards[kind] (rows of T) with
+// Parquet copies of their rows: a stage reads its upstream shards as
+// Parquet only. A copy lives in out/.inputs/<sha256 of the file>/ (so an
+// unchanged file maps to the same copy, made once, and the manifest's
+// fingerprint of it is stable); it is written under a temp name and
+// renamed whole, so a crash never leaves half a copy that passes for one.
+func asParquet[T any](ctx context.Context, out string, shards map[string][]string, kind string) error {
+	var paths []string
+	for _, p := range shards[kind] {
+		if engine.IsParquet(p) {
+			paths = append(paths, p)
+			continue
+		}
+		sha, err := engine.HashFile(p)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Join(out, ".inputs", sha)
+		if _, err := os.Stat(dir); err != nil {
+			if err := convertRows[T](ctx, p, dir, kind); err != nil {
+				return err
+			}
+		}
+		copies, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
+		paths = append(paths, copies...)
+	}
+	shards[kind] = paths
+	return nil
+}
+
+// convertRows writes the rows of T in the JSONL file src as Parquet shards
+// of kind in dir (which must not exist yet).
+func convertRows[T any](ctx context.Context, src, dir, kind string) error {
+	rows, err := engine.ReadRows[T](src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("%w: %v", engine.ErrIO, err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".tmp-")
+	if err != nil {
+		return fmt.Errorf("%w: %v", engine.ErrIO, err)
+	}
+	defer os.RemoveAll(tmp)
+	if _, err := engine.WriteAll(ctx, tmp, kind, kind, engine.DefaultWriterOptions(), rows); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("%w: %v", engine.ErrIO, err)
 	}
 	return nil
 }

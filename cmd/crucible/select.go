@@ -189,6 +189,11 @@ func runSelect(ctx context.Context, o SelectOptions) error {
 		}
 		shards[kind] = files
 	}
+	// Rollouts are read by the stage's own reader (JSONL or Parquet); items
+	// as upstream shards, Parquet only.
+	if err := asParquet[engine.Item](ctx, o.Out, shards, "items"); err != nil {
+		return err
+	}
 	js := o.Judges
 	if js == nil && !o.NoVerify {
 		js = rolloutJudges(o.Simulator, o.RTLWorkers)
