@@ -19,9 +19,11 @@ const ManifestVersion = 2
 
 // InputRef fingerprints one input of a stage: a raw file by the sha256 of
 // its bytes, an upstream manifest by its ContentHash (so an upstream redone
-// with the same verdicts but new timings leaves this stage current).
+// with the same verdicts but new timings leaves this stage current). A
+// named pipe or device is a "stream" with a fingerprint that never matches
+// (it cannot be hashed without being consumed).
 type InputRef struct {
-	Kind   string `json:"kind"` // "manifest" or "file"
+	Kind   string `json:"kind"` // "manifest", "file" or "stream"
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
 	// Range is the piece of a raw file a shard part read (FileRange.String;

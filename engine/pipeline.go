@@ -38,6 +38,14 @@ type PipelineConfig struct {
 	Executor yaml.Node `yaml:"executor"`
 
 	dir string // directory of the config file
+	// placed maps a stage name to the directory its output lives in when
+	// that is not work_dir/name: a one-stage run (RunOne) commits to the
+	// command's --out DIR and reads upstream directories named on its
+	// command line.
+	placed map[string]string
+	// rawShards are plain files a one-stage run hands its stage as
+	// upstream shards (OneStage.Shards), already hashed.
+	rawShards []InputShard
 }
 
 // StageSpec is one stage entry.
@@ -53,6 +61,10 @@ type StageSpec struct {
 	// without one. It is a check on the output, not part of the stage's
 	// fingerprint: changing it re-checks, it does not redo the stage.
 	MaxRejectFraction *float64 `yaml:"max_reject_fraction"`
+
+	// extra is the canonical JSON of settings outside Config that decide
+	// the stage's output (OneStage.Extra); part of the config hash.
+	extra string
 }
 
 var stageName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -155,6 +167,14 @@ func (c *PipelineConfig) Dir() string { return c.dir }
 // ResolvedWorkDir is work_dir resolved against the config's directory.
 func (c *PipelineConfig) ResolvedWorkDir() string { return resolvePath(c.dir, c.WorkDir) }
 
+// stageDir is the directory stage name's output is committed in.
+func (c *PipelineConfig) stageDir(name string) string {
+	if d, ok := c.placed[name]; ok {
+		return d
+	}
+	return filepath.Join(c.ResolvedWorkDir(), name)
+}
+
 // configHash fingerprints a stage's type and config (canonical JSON of the
 // decoded YAML, so formatting and key order do not matter).
 func configHash(s StageSpec) (string, error) {
@@ -167,8 +187,9 @@ func configHash(s StageSpec) (string, error) {
 	data, err := json.Marshal(struct {
 		Type   string `json:"type"`
 		From   []string
-		Config any `json:"config"`
-	}{s.Type, s.From, v})
+		Config any    `json:"config"`
+		Extra  string `json:"extra,omitempty"` // omitted: a pipeline's hash is what it was
+	}{s.Type, s.From, v, s.extra})
 	if err != nil {
 		return "", fmt.Errorf("%w: stage %s config: %v", ErrConfig, s.Name, err)
 	}

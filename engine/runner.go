@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -116,7 +118,7 @@ func (r *Runner) Run(ctx context.Context, cfg *PipelineConfig, opts RunOptions) 
 		// Checked on every run, a skipped stage too: an output that failed
 		// its check stays committed for inspection but never passes.
 		var y StageYield
-		ym := yieldManifest(filepath.Join(work, spec.Name), so.Shard, m)
+		ym := yieldManifest(cfg.stageDir(spec.Name), so.Shard, m)
 		if ym != nil {
 			y = CheckYield(spec, ym)
 			if _, counted := ym.Counts[CountYieldOutput]; counted { // not in a manifest of an older version
@@ -129,7 +131,7 @@ func (r *Runner) Run(ctx context.Context, cfg *PipelineConfig, opts RunOptions) 
 			return sum, err
 		}
 		if y.Failure != "" {
-			return sum, yieldError(spec, filepath.Join(work, spec.Name), ym, y)
+			return sum, yieldError(spec, cfg.stageDir(spec.Name), ym, y)
 		}
 	}
 	return sum, nil
@@ -175,7 +177,7 @@ func (r *Runner) repairUpstreams(ctx context.Context, cfg *PipelineConfig, spec 
 		if err := r.repairUpstreams(ctx, cfg, fspec, opts, log, v, checked); err != nil {
 			return err
 		}
-		out, _, err := upstreamOutput(filepath.Join(cfg.ResolvedWorkDir(), from), opts.Shard)
+		out, _, err := upstreamOutput(cfg.stageDir(from), opts.Shard)
 		if err != nil {
 			continue // incomplete: runStage says so
 		}
@@ -203,7 +205,7 @@ func (r *Runner) repairUpstreams(ctx context.Context, cfg *PipelineConfig, spec 
 func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSpec, opts RunOptions, log *slog.Logger, v *shardVerifier) (*StageResult, *Manifest, error) {
 	start := time.Now()
 	work := cfg.ResolvedWorkDir()
-	dir := filepath.Join(work, spec.Name)
+	dir := cfg.stageDir(spec.Name)
 	sh := opts.Shard
 	log = log.With("stage", spec.Name, "type", spec.Type)
 
@@ -217,16 +219,26 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 
 	// One runner at a time per shard part: two schedulers (or a retry racing
 	// a straggler) must not interleave their clears and commits. The lock
-	// lives outside the stage directory so stage directories hold only data.
-	unlock, err := partlock.Lock(ctx, filepath.Join(work, ".locks", spec.Name), ManifestName(sh))
+	// lives outside the stage directory so stage directories hold only data;
+	// a placed one (RunOne) keeps it in DIR/.locks, as PrepareOutput does.
+	_, placed := cfg.placed[spec.Name]
+	lockDir := filepath.Join(work, ".locks", spec.Name)
+	if placed {
+		lockDir = filepath.Join(dir, ".locks")
+	}
+	unlock, err := partlock.Lock(ctx, lockDir, ManifestName(sh))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrIO, err)
 	}
 	defer unlock()
 	// Temp files of this part are an earlier run's that died (a full disk,
-	// a kill): holding the lock, no live writer owns them.
-	if err := sweepTemps(dir, sh, log); err != nil {
-		return nil, nil, err
+	// a kill): holding the lock, no live writer owns them. In a placed
+	// directory other temp files are not the stage's; clearStage removes
+	// its own when it runs.
+	if !placed {
+		if err := sweepTemps(dir, sh, log); err != nil {
+			return nil, nil, err
+		}
 	}
 
 	if !opts.Force {
@@ -252,7 +264,7 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 
 	// Anything this shard part left before (a stale manifest, shards of a
 	// killed run, temp files) goes first: a stage's output is all-or-nothing.
-	if err := clearPart(dir, sh); err != nil {
+	if err := cfg.clearStage(spec.Name, dir, sh, st); err != nil {
 		return nil, nil, err
 	}
 	stage, err := r.Registry.Build(spec.Type, cfg.StageConfig(spec))
@@ -324,7 +336,7 @@ func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string, s
 	var in stageInputs
 	refs := []InputRef{}
 	for _, from := range spec.From {
-		out, samePart, err := upstreamOutput(filepath.Join(work, from), sh)
+		out, samePart, err := upstreamOutput(cfg.stageDir(from), sh)
 		if err != nil {
 			return in, nil, fmt.Errorf("from %s: %w", from, err)
 		}
@@ -353,6 +365,11 @@ func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string, s
 			}
 		}
 	}
+	for _, s := range cfg.rawShards {
+		in.shards = append(in.shards, s)
+		rel, _ := filepath.Rel(cfg.Dir(), s.Path)
+		refs = append(refs, InputRef{Kind: "file", Path: rel, SHA256: s.SHA256})
+	}
 	files, err := expandInputs(cfg, spec.Inputs)
 	if err != nil {
 		return in, nil, err
@@ -379,11 +396,44 @@ func collectInputs(cfg *PipelineConfig, spec StageSpec, sh Shard, work string, s
 			}
 		}
 	}
-	fileRefs, err := rangeRefs(cfg.Dir(), mine)
+	fileRefs, err := inputRefs(cfg.Dir(), mine)
 	if err != nil {
 		return in, nil, err
 	}
 	return in, append(refs, fileRefs...), nil
+}
+
+// inputRefs fingerprints the raw files a part reads. A named pipe or a
+// device (ingest from a FIFO) cannot be hashed without consuming it, so it
+// is recorded as a "stream" whose fingerprint never matches: a run that
+// reads one is never current, rather than the input being left out of the
+// manifest or read twice.
+func inputRefs(cfgDir string, ranges []FileRange) ([]InputRef, error) {
+	var files, streams []FileRange
+	for _, r := range ranges {
+		st, err := os.Stat(r.Path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: input %s: %v", ErrInput, r.Path, err)
+		}
+		if st.Mode().IsRegular() {
+			files = append(files, r)
+		} else {
+			streams = append(streams, r)
+		}
+	}
+	refs, err := rangeRefs(cfgDir, files)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range streams {
+		nonce := make([]byte, 16)
+		if _, err := rand.Read(nonce); err != nil {
+			return nil, err
+		}
+		rel, _ := filepath.Rel(cfgDir, r.Path)
+		refs = append(refs, InputRef{Kind: "stream", Path: rel, SHA256: "unhashable-" + hex.EncodeToString(nonce)})
+	}
+	return refs, nil
 }
 
 // upstreamOutput returns what a stage reads from an upstream stage. In a

@@ -11,7 +11,6 @@ import (
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/ops/evolve"
-	"github.com/crucible-data/crucible/ops/evolve/textgen"
 	"github.com/crucible-data/crucible/ops/gates"
 )
 
@@ -21,6 +20,7 @@ type AdmitOptions struct {
 	Items      []string // extra parent item files/dirs
 	Candidates []string // extra candidate item files/dirs (evolved items)
 	Out        string
+	Force      bool // run even when the manifest in Out is current
 	Config     gates.StageConfig
 	Writer     engine.WriterOptions
 	Stdout     io.Writer
@@ -57,51 +57,34 @@ items), rejections, yield (per operator: candidates, admitted, yield %, rejectio
 causes, behavioural distance from the parent, simulator seconds per admitted
 item), gate_evidence (every verifier run of the gates).`
 
+// admitFlags keep the names and help texts `admit`'s flags had before they
+// were derived from gates.StageConfig; the gates' other keys get flags of
+// their own (--strength-min-mutant-kill-rate, ...).
+var admitFlags = map[string]flagDoc{
+	"order":                {Help: "gate order"},
+	"strength.max_mutants": {Name: "max-mutants", Help: "simple mutants run per candidate at the strength gate"},
+	"compose.lineage_cap":  {Name: "lineage-cap", Help: "most admitted items per lineage root (0 = no cap)"},
+	"workers":              {Help: "simulator jobs in parallel (0 = all cores)"},
+	"pass_parents":         {Name: "no-parents", Invert: true, Help: "write only the admitted items (not the parents) to items"},
+	"simulator":            {Help: "simulator: icarus | verilator"},
+	"cache_dir":            {Help: "persist reference self-check results here"},
+	"chat":                 {Skip: true}, // --config or --set
+	"kernel":               {Skip: true},
+}
+
 func newAdmitCmd() *cobra.Command {
-	o := AdmitOptions{Writer: engine.DefaultWriterOptions()}
-	var configFile string
-	d := gates.DefaultStageConfig()
-	var f struct {
-		order                 []string
-		mutants, cap, workers int
-		noParents             bool
-		sim, cacheDir         string
-	}
+	o := AdmitOptions{Writer: engine.DefaultWriterOptions(), Config: gates.DefaultStageConfig()}
+	var sf *stageFlags
 	c := &cobra.Command{
 		Use:   "admit --from EVOLVE_OUT --out DIR [--order static,strength,...] [flags]",
 		Short: "Admit evolved candidates through ordered gates; write admitted items, rejections and a per-operator yield report",
 		Long:  admitLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg := gates.DefaultStageConfig()
-			if configFile != "" {
-				if err := decodeYAMLFile(configFile, &cfg); err != nil {
-					return err
-				}
+			if err := sf.apply(); err != nil {
+				return err
 			}
-			fs := cmd.Flags()
-			if fs.Changed("order") {
-				cfg.Order = f.order
-			}
-			if fs.Changed("max-mutants") {
-				cfg.Strength.MaxMutants = f.mutants
-			}
-			if fs.Changed("lineage-cap") {
-				cfg.Compose.LineageCap = f.cap
-			}
-			if fs.Changed("workers") {
-				cfg.Workers = f.workers
-			}
-			if fs.Changed("no-parents") {
-				cfg.PassParents = !f.noParents
-			}
-			if fs.Changed("simulator") {
-				cfg.Simulator = f.sim
-			}
-			if fs.Changed("cache-dir") {
-				cfg.CacheDir = f.cacheDir
-			}
-			o.Config, o.Stdout = cfg, cmd.OutOrStdout()
+			o.Stdout = cmd.OutOrStdout()
 			return runAdmit(cmd.Context(), o)
 		},
 	}
@@ -110,18 +93,15 @@ func newAdmitCmd() *cobra.Command {
 	fl.StringSliceVar(&o.Items, "items", nil, "additional parent item files or directories")
 	fl.StringSliceVar(&o.Candidates, "candidates", nil, "additional candidate item files or directories")
 	fl.StringVar(&o.Out, "out", "", "output directory for the shards and manifest (required)")
-	fl.StringVar(&configFile, "config", "", "YAML file with the admit stage's config block; flags override it")
-	fl.StringSliceVar(&f.order, "order", d.Order, "gate order")
-	fl.IntVar(&f.mutants, "max-mutants", d.Strength.MaxMutants, "simple mutants run per candidate at the strength gate")
-	fl.IntVar(&f.cap, "lineage-cap", d.Compose.LineageCap, "most admitted items per lineage root (0 = no cap)")
-	fl.IntVar(&f.workers, "workers", d.Workers, "simulator jobs in parallel (0 = all cores)")
-	fl.BoolVar(&f.noParents, "no-parents", false, "write only the admitted items (not the parents) to items")
-	fl.StringVar(&f.sim, "simulator", d.Simulator, "simulator: icarus | verilator")
-	fl.StringVar(&f.cacheDir, "cache-dir", "", "persist reference self-check results here")
+	fl.BoolVar(&o.Force, "force", false, "run even when the manifest in --out is current")
+	sf = bindStageFlags(fl, &o.Config, admitFlags).withConfigFile("YAML file with the admit stage's config block; flags override it")
 	_ = c.MarkFlagRequired("out")
 	return c
 }
 
+// runAdmit runs the pipeline's admit stage: --from directories are its
+// upstreams (parents from their items, candidates from their evolved
+// rows), --items and --candidates add rows of one kind each.
 func runAdmit(ctx context.Context, o AdmitOptions) error {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
@@ -132,112 +112,36 @@ func runAdmit(ctx context.Context, o AdmitOptions) error {
 	if err := o.Config.Validate(); err != nil {
 		return withCode(exitUsage, err)
 	}
-	ppaths, err := shardInputs(append(append([]string(nil), o.From...), o.Items...), "items")
+	shards := map[string][]string{}
+	from, err := stageInputs(o.From, "items", nil, shards)
 	if err != nil {
 		return err
 	}
-	var cpaths []string
-	if len(o.From) > 0 {
-		if cpaths, err = shardInputs(o.From, evolve.KindEvolved); err != nil {
-			return err
-		}
-	}
-	if len(o.Candidates) > 0 {
-		more, err := shardInputs(o.Candidates, evolve.KindEvolved)
+	for kind, paths := range map[string][]string{"items": o.Items, evolve.KindEvolved: o.Candidates} {
+		files, err := shardInputs(paths, kind)
 		if err != nil {
 			return err
 		}
-		cpaths = append(cpaths, more...)
-	}
-	parents, err := engine.ReadAll[engine.Item](ppaths...)
-	if err != nil {
-		return err
-	}
-	cands, err := engine.ReadAll[engine.Item](cpaths...)
-	if err != nil {
-		return err
-	}
-	if err := clearOutputs(o.Out, "items", "rejections", gates.KindYield, gates.KindGateEvidence, evolve.KindChatLog); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return withCode(exitIO, err)
-	}
-	var gen textgen.Generator = textgen.Template{}
-	var chatLog *engine.ShardWriter[textgen.ChatLog]
-	if o.Config.Generator == "chat" {
-		if chatLog, err = engine.NewShardWriter[textgen.ChatLog](o.Out, evolve.KindChatLog, evolve.KindChatLog, o.Writer); err != nil {
-			return err
-		}
-		if gen, err = textgen.NewChat(o.Config.Chat, func(l textgen.ChatLog) error { return chatLog.Write(l) }); err != nil {
+		shards[kind] = append(shards[kind], files...)
+		if err := asParquet[engine.Item](ctx, o.Out, shards, kind); err != nil {
 			return err
 		}
 	}
-	ver, err := evolve.NewVerifier(o.Config.Simulator, o.Config.Workers, o.Config.CacheDir, o.Config.Retries)
+	res, err := runCommandStage(ctx, o.Stdout, commandStage{Type: "admit", Config: &o.Config, From: from, Shards: shards, Out: o.Out, Force: o.Force, Writer: o.Writer})
+	if err != nil || res.Status == "skipped" {
+		return err
+	}
+	fmt.Fprintln(o.Stdout, gateFunnel(res.Counts))
+	so, err := engine.LoadStageOutput(o.Out)
 	if err != nil {
 		return err
 	}
-	judges, err := evolve.NewJudges(ver, o.Config.Kernel, cands, nil)
+	yield, err := engine.ReadAll[gates.YieldRow](so.Shards(gates.KindYield)...)
 	if err != nil {
 		return err
 	}
-	defer judges.Close()
-	env := gates.Env{Judges: judges, Generator: gen}
-	a, err := gates.New(o.Config.Config, env)
-	if err != nil {
-		return err
-	}
-	res, err := a.Admit(ctx, parents, cands)
-	if err != nil {
-		if chatLog != nil {
-			chatLog.Abort()
-		}
-		return err
-	}
-	var shards []engine.ShardInfo
-	if chatLog != nil {
-		s, err := chatLog.Close()
-		if err != nil {
-			return err
-		}
-		shards = append(shards, s...)
-	}
-	items := res.Admitted
-	if o.Config.PassParents {
-		items = append(append([]engine.Item(nil), parents...), res.Admitted...)
-	}
-	for _, part := range []func() ([]engine.ShardInfo, error){
-		func() ([]engine.ShardInfo, error) {
-			return engine.WriteAll(ctx, o.Out, "items", "items", o.Writer, items)
-		},
-		func() ([]engine.ShardInfo, error) {
-			return engine.WriteAll(ctx, o.Out, "rejections", "rejections", o.Writer, res.Rejections)
-		},
-		func() ([]engine.ShardInfo, error) {
-			return engine.WriteAll(ctx, o.Out, gates.KindYield, gates.KindYield, o.Writer, res.Yield)
-		},
-		func() ([]engine.ShardInfo, error) {
-			return engine.WriteAll(ctx, o.Out, gates.KindGateEvidence, gates.KindGateEvidence, o.Writer, res.Evidence)
-		},
-	} {
-		s, err := part()
-		if err != nil {
-			return err
-		}
-		shards = append(shards, s...)
-	}
-	refs, err := fileRefs(append(ppaths, cpaths...))
-	if err != nil {
-		return err
-	}
-	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "admit", Type: "admit", Inputs: refs,
-		Shards: relShards(shards), Counts: res.Counters()}
-	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
-		return err
-	}
-	gates.FormatFunnel(o.Stdout, res)
 	var b strings.Builder
-	gates.FormatYield(&b, res.Yield)
+	gates.FormatYield(&b, yield)
 	fmt.Fprint(o.Stdout, b.String())
 	fmt.Fprintf(o.Stdout, "shards and manifest: %s\n", o.Out)
 	return nil

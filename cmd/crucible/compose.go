@@ -19,6 +19,7 @@ type ComposeOptions struct {
 	Items      []string
 	RestrictTo []string // selection outputs whose task ids restrict the pool
 	Out        string
+	Force      bool // run even when the manifest in Out is current
 	Config     compose.Config
 	Writer     engine.WriterOptions
 	Stdout     io.Writer
@@ -54,48 +55,31 @@ file of selection rows) and keeps only those tasks.
 Outputs in --out, as Parquet shards plus manifest.json: train, validation (items),
 composition (split, pass and dimension values of each item), coverage, rejections.`
 
+// composeFlags keep the help texts `compose`'s flags had before they were
+// derived from compose.Config (targets, weights and buckets: --config or
+// --set).
+var composeFlags = map[string]flagDoc{
+	"validation_fraction": {Help: "share of lineage roots sent to validation"},
+	"lineage_cap":         {Help: "most items taken from one lineage per split"},
+	"train_size":          {Help: "train items to select (0 = all the caps allow; the first pass is never cut)"},
+	"validation_size":     {Help: "validation items to select (0 = all the caps allow)"},
+	"seed":                {Help: "seed of the split and tie-breaking hash"},
+	"require_verified":    {Help: "admit only items whose reference is verified"},
+}
+
 func newComposeCmd() *cobra.Command {
-	o := ComposeOptions{Writer: engine.DefaultWriterOptions()}
-	var configFile string
-	d := compose.DefaultConfig()
-	var f struct {
-		fraction               float64
-		cap, train, validation int
-		seed                   uint64
-		requireVerified        bool
-	}
+	o := ComposeOptions{Writer: engine.DefaultWriterOptions(), Config: compose.DefaultConfig()}
+	var sf *stageFlags
 	c := &cobra.Command{
 		Use:   "compose --items PATH... --out DIR [--restrict-to SELECT_OUT] [flags]",
 		Short: "Split items by lineage into train/validation, balance the mix under per-lineage caps, report coverage",
 		Long:  composeLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg := compose.DefaultConfig()
-			if configFile != "" {
-				if err := decodeYAMLFile(configFile, &cfg); err != nil {
-					return err
-				}
+			if err := sf.apply(); err != nil {
+				return err
 			}
-			fs := cmd.Flags()
-			if fs.Changed("validation-fraction") {
-				cfg.ValidationFraction = f.fraction
-			}
-			if fs.Changed("lineage-cap") {
-				cfg.LineageCap = f.cap
-			}
-			if fs.Changed("train-size") {
-				cfg.TrainSize = f.train
-			}
-			if fs.Changed("validation-size") {
-				cfg.ValidationSize = f.validation
-			}
-			if fs.Changed("seed") {
-				cfg.Seed = f.seed
-			}
-			if fs.Changed("require-verified") {
-				cfg.RequireVerified = f.requireVerified
-			}
-			o.Config, o.Stdout = cfg, cmd.OutOrStdout()
+			o.Stdout = cmd.OutOrStdout()
 			return runCompose(cmd.Context(), o)
 		},
 	}
@@ -103,18 +87,16 @@ func newComposeCmd() *cobra.Command {
 	fl.StringSliceVar(&o.Items, "items", nil, "item files or stage/ingest output directories (required)")
 	fl.StringSliceVar(&o.RestrictTo, "restrict-to", nil, "compose only tasks listed here: a select output dir (its gap tasks) or selection row files")
 	fl.StringVar(&o.Out, "out", "", "output directory for the shards and manifest (required)")
-	fl.StringVar(&configFile, "config", "", "YAML file with the compose config block (targets, weights, buckets); flags override it")
-	fl.Float64Var(&f.fraction, "validation-fraction", d.ValidationFraction, "share of lineage roots sent to validation")
-	fl.IntVar(&f.cap, "lineage-cap", d.LineageCap, "most items taken from one lineage per split")
-	fl.IntVar(&f.train, "train-size", d.TrainSize, "train items to select (0 = all the caps allow; the first pass is never cut)")
-	fl.IntVar(&f.validation, "validation-size", d.ValidationSize, "validation items to select (0 = all the caps allow)")
-	fl.Uint64Var(&f.seed, "seed", d.Seed, "seed of the split and tie-breaking hash")
-	fl.BoolVar(&f.requireVerified, "require-verified", d.RequireVerified, "admit only items whose reference is verified")
+	fl.BoolVar(&o.Force, "force", false, "run even when the manifest in --out is current")
+	sf = bindStageFlags(fl, &o.Config, composeFlags).withConfigFile("YAML file with the compose config block (targets, weights, buckets); flags override it")
 	_ = c.MarkFlagRequired("items")
 	_ = c.MarkFlagRequired("out")
 	return c
 }
 
+// runCompose runs the pipeline's compose stage: --items are its item
+// upstreams or files, --restrict-to the selection rows (a select output's
+// gap shards) it is restricted to.
 func runCompose(ctx context.Context, o ComposeOptions) error {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
@@ -125,53 +107,41 @@ func runCompose(ctx context.Context, o ComposeOptions) error {
 	if err := o.Config.Validate(); err != nil {
 		return err
 	}
-	ipaths, err := shardInputs(o.Items, "items")
+	cfg := compose.StageSettings{Config: o.Config}
+	shards := map[string][]string{}
+	from, err := stageInputs(o.Items, "items", nil, shards)
 	if err != nil {
 		return err
 	}
-	items, err := engine.ReadAll[engine.Item](ipaths...)
-	if err != nil {
+	if err := asParquet[engine.Item](ctx, o.Out, shards, "items"); err != nil {
 		return err
 	}
-	inputs := ipaths
 	if len(o.RestrictTo) > 0 {
-		spaths, err := shardInputs(o.RestrictTo, selection.KindGap)
-		if err != nil {
+		if shards[selection.KindGap], err = shardInputs(o.RestrictTo, selection.KindGap); err != nil {
 			return err
 		}
-		keep, err := engine.ReadAll[selection.TaskSelection](spaths...)
-		if err != nil {
+		if err := asParquet[selection.TaskSelection](ctx, o.Out, shards, selection.KindGap); err != nil {
 			return err
 		}
-		before := len(items)
-		items = compose.Restrict(items, keep)
-		fmt.Fprintf(o.Stdout, "restricted to %d selected tasks: %d of %d items\n", len(keep), len(items), before)
-		inputs = append(inputs, spaths...)
+		cfg.RestrictTo = selection.KindGap
 	}
-	res, err := compose.Compose(items, o.Config)
-	if err != nil {
+	res, err := runCommandStage(ctx, o.Stdout, commandStage{Type: "compose", Config: &cfg, From: from, Shards: shards, Out: o.Out, Force: o.Force, Writer: o.Writer})
+	if err != nil || res.Status == "skipped" {
 		return err
 	}
-	if err := clearOutputs(o.Out, compose.OutputKinds...); err != nil {
-		return err
-	}
-	shards, err := compose.WriteDir(ctx, o.Out, o.Writer, res)
-	if err != nil {
-		return err
-	}
-	refs, err := fileRefs(inputs)
-	if err != nil {
-		return err
-	}
-	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "compose", Type: "compose", Inputs: refs,
-		Shards: relShards(shards), Counts: res.Counters()}
-	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
-		return err
-	}
+	n := res.Counts
 	fmt.Fprintf(o.Stdout, "train %d items from %d lineages, validation %d items from %d lineages; %d rejected, %d left out by caps/sizes\n",
-		len(res.Train), res.Lineages[compose.SplitTrain], len(res.Validation), res.Lineages[compose.SplitValidation],
-		len(res.Rejections), res.Skipped[compose.SplitTrain]+res.Skipped[compose.SplitValidation])
-	fmt.Fprint(o.Stdout, compose.FormatCoverage(res.Coverage))
+		res.Rows[compose.KindTrain], n["train.lineages"], res.Rows[compose.KindValidation], n["validation.lineages"],
+		res.Rows[compose.KindRejections], n["train.skipped"]+n["validation.skipped"])
+	so, err := engine.LoadStageOutput(o.Out)
+	if err != nil {
+		return err
+	}
+	coverage, err := engine.ReadAll[compose.CoverageRow](so.Shards(compose.KindCoverage)...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(o.Stdout, compose.FormatCoverage(coverage))
 	fmt.Fprintf(o.Stdout, "shards and manifest: %s\n", o.Out)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,4 +96,59 @@ func TestEvolveThenAdmit(t *testing.T) {
 	if err == nil || exitCode(ctx, err) != exitUsage || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("bad order: %v (exit %d)", err, exitCode(ctx, err))
 	}
+}
+
+// `crucible evolve` is the evolve stage run through the pipeline runner,
+// over an ingest output directory or a file of item rows: a second
+// identical run skips; a changed flag, a changed --config file, a changed
+// seed file or --force runs it again.
+func TestEvolveSkipsWhenCurrent(t *testing.T) {
+	if _, err := exec.LookPath("iverilog"); err != nil {
+		t.Skip("iverilog missing")
+	}
+	root := testenv.RepoRoot(t)
+	seeds, tmp := t.TempDir(), t.TempDir()
+	if err := os.CopyFS(filepath.Join(seeds, "s"), os.DirFS(filepath.Join(root, "examples", "seeds", "rtl", "counter_updown4_arst_n"))); err != nil {
+		t.Fatal(err)
+	}
+	ing := filepath.Join(tmp, "ingest")
+	if _, err := runCLI(t, "ingest", "--no-progress", "--preset", "taskdir", "--out", ing, seeds); err != nil {
+		t.Fatal(err)
+	}
+	items := selReadKind[engine.Item](t, ing, "items")
+	file := filepath.Join(tmp, "seeds.jsonl")
+	writeJSONL(t, file, items[0])
+	conf := filepath.Join(tmp, "evolve.yaml")
+	os.WriteFile(conf, []byte("tb_cycles: 40\n"), 0o644)
+	for _, in := range []string{ing, file} {
+		out := filepath.Join(tmp, "evolve-"+filepath.Base(in))
+		args := []string{"evolve", "--no-progress", "--items", in, "--out", out, "--operators", "bus_width", "--no-solution-first"}
+		expectRun(t, out, "ran", "1 seeds → 1 candidates", args...)
+		expectRun(t, out, "skipped", "seeds →", args...)
+		expectRun(t, out, "ran", "1 seeds →", append(args, "--tb-cycles", "50")...)
+		expectRun(t, out, "ran", "1 seeds →", append(args, "--config", conf)...)
+		expectRun(t, out, "skipped", "seeds →", append(args, "--config", conf)...)
+		os.WriteFile(conf, []byte("tb_cycles: 60\n"), 0o644)
+		expectRun(t, out, "ran", "1 seeds →", append(args, "--config", conf)...)
+		expectRun(t, out, "ran", "1 seeds →", append(args, "--config", conf, "--force")...)
+		os.WriteFile(conf, []byte("tb_cycles: 40\n"), 0o644)
+	}
+	items[0].Instruction += " (revised)"
+	writeJSONL(t, file, items[0])
+	evo := filepath.Join(tmp, "evolve-seeds.jsonl")
+	evolveArgs := []string{"evolve", "--no-progress", "--items", file, "--out", evo, "--operators", "bus_width", "--no-solution-first"}
+	expectRun(t, evo, "ran", "1 seeds →", evolveArgs...)
+
+	// admit reads the evolve output as its upstream: it skips while that is
+	// unchanged (a forced evolve with the same content included), and runs
+	// again for a changed flag or a changed upstream.
+	adm := filepath.Join(tmp, "admit")
+	admitArgs := []string{"admit", "--no-progress", "--from", evo, "--out", adm, "--order", "static,strength", "--max-mutants", "1"}
+	expectRun(t, adm, "ran", "candidates 1 → static 1", admitArgs...)
+	expectRun(t, adm, "skipped", "candidates", admitArgs...)
+	expectRun(t, adm, "ran", "candidates 1", append(admitArgs, "--set", "strength.min_mutant_kill_rate=0.5")...)
+	expectRun(t, evo, "ran", "1 seeds →", append(evolveArgs, "--force")...)
+	expectRun(t, adm, "skipped", "candidates", append(admitArgs, "--set", "strength.min_mutant_kill_rate=0.5")...)
+	expectRun(t, evo, "ran", "1 seeds →", append(evolveArgs, "--tb-cycles", "30")...)
+	expectRun(t, adm, "ran", "candidates 1", append(admitArgs, "--set", "strength.min_mutant_kill_rate=0.5")...)
 }

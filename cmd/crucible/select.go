@@ -20,11 +20,13 @@ import (
 )
 
 // SelectOptions are `crucible select`'s inputs. Config is complete (defaults,
-// then --config, then explicitly set flags) by the time runSelect sees it.
+// then --config, then explicitly set flags, then --set) by the time
+// runSelect sees it.
 type SelectOptions struct {
 	Rollouts []string
 	Items    []string
 	Out      string
+	Force    bool // run even when the manifest in Out is current
 	Config   selection.Config
 	// Judges judge rollouts without a verdict; nil builds the RTL and
 	// kernel judges (RTLWorkers / Simulator) unless NoVerify is set.
@@ -67,22 +69,41 @@ Outputs in --out, as Parquet shards plus manifest.json:
 the flags, e.g. {k: 8, extract: {mode: regexp, pattern: ...}, strata_weights: {...}});
 flags given on the command line override it.`
 
+// selectFlags keep the names and help texts `select`'s flags had before
+// they were derived from selection.Config (strata_weights has its own
+// --strata-weights form).
+var selectFlags = map[string]flagDoc{
+	"k":                 {Help: "k of pass@k"},
+	"student":           {Help: "policy name of the student"},
+	"teacher":           {Help: "policy name of the teacher"},
+	"extract.mode":      {Name: "extract", Help: "answer extraction: auto (<answer> tags, else fenced blocks)|fenced|answer_tag|regexp"},
+	"extract.pick":      {Name: "pick", Help: "which block wins when a response has several: last|first"},
+	"extract.pattern":   {Name: "pattern", Help: "regexp for --extract regexp; group \"answer\", else group 1, else the match"},
+	"extract.languages": {Name: "languages", Help: "accept only fenced blocks of these languages (untagged blocks always count), e.g. verilog,systemverilog"},
+	"reward":            {Help: "reward adapter: auto (by item domain)|rtl_binary|kernel_tiered"},
+	"speedup_threshold": {Help: "kernel_tiered: speedup above this earns 1.0"},
+	"recover_policy":    {Help: "policy whose feedback rounds are mined for recoverable tasks"},
+	"recover_context":   {Help: "privileged context: trajectory (the solving sample's earlier rounds)|all_rounds"},
+	"strata_policy":     {Help: "policy whose round-0 success rate defines the strata"},
+	"strata_sample":     {Help: "tasks to draw by the strata mix (0 = none)"},
+	"seed":              {Help: "seed of the strata sampler"},
+	"require_items":     {Help: "reject rollouts of tasks missing from --items even when they carry a verdict"},
+	"batch_size":        {Help: "candidates per verifier call"},
+}
+
 func newSelectCmd() *cobra.Command {
-	o := SelectOptions{Writer: engine.DefaultWriterOptions(), Simulator: rtl.SimIcarus}
-	var configFile, weights string
-	d := selection.DefaultConfig()
-	f := selectFlags{}
+	o := SelectOptions{Writer: engine.DefaultWriterOptions(), Simulator: rtl.SimIcarus, Config: selection.DefaultConfig()}
+	var apply func() error
 	c := &cobra.Command{
 		Use:   "select --rollouts FILE... --items PATH... --out DIR [flags]",
 		Short: "Judge policy rollouts: capability gap, uncovered and feedback-recoverable tasks, strata, rewards",
 		Long:  selectLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := selectConfig(configFile, cmd.Flags(), f, weights)
-			if err != nil {
+			if err := apply(); err != nil {
 				return err
 			}
-			o.Config, o.Stdout = cfg, cmd.OutOrStdout()
+			o.Stdout = cmd.OutOrStdout()
 			return runSelect(cmd.Context(), o)
 		},
 	}
@@ -90,24 +111,8 @@ func newSelectCmd() *cobra.Command {
 	fl.StringSliceVar(&o.Rollouts, "rollouts", nil, "rollout JSONL/Parquet files or directories (required)")
 	fl.StringSliceVar(&o.Items, "items", nil, "item files or stage/ingest output directories (required unless every rollout has a verdict)")
 	fl.StringVar(&o.Out, "out", "", "output directory for the shards and manifest (required)")
-	fl.StringVar(&configFile, "config", "", "YAML file with the select config block; flags override it")
-	fl.IntVar(&f.k, "k", d.K, "k of pass@k")
-	fl.StringVar(&f.student, "student", d.Student, "policy name of the student")
-	fl.StringVar(&f.teacher, "teacher", d.Teacher, "policy name of the teacher")
-	fl.StringVar(&f.extract, "extract", d.Extract.Mode, "answer extraction: auto (<answer> tags, else fenced blocks)|fenced|answer_tag|regexp")
-	fl.StringVar(&f.pick, "pick", d.Extract.Pick, "which block wins when a response has several: last|first")
-	fl.StringVar(&f.pattern, "pattern", "", "regexp for --extract regexp; group \"answer\", else group 1, else the match")
-	fl.StringSliceVar(&f.languages, "languages", nil, "accept only fenced blocks of these languages (untagged blocks always count), e.g. verilog,systemverilog")
-	fl.StringVar(&f.reward, "reward", d.Reward, "reward adapter: auto (by item domain)|rtl_binary|kernel_tiered")
-	fl.Float64Var(&f.speedup, "speedup-threshold", d.SpeedupThreshold, "kernel_tiered: speedup above this earns 1.0")
-	fl.StringVar(&f.recoverPolicy, "recover-policy", d.RecoverPolicy, "policy whose feedback rounds are mined for recoverable tasks")
-	fl.StringVar(&f.recoverContext, "recover-context", d.RecoverContext, "privileged context: trajectory (the solving sample's earlier rounds)|all_rounds")
-	fl.StringVar(&f.strataPolicy, "strata-policy", d.StrataPolicy, "policy whose round-0 success rate defines the strata")
-	fl.StringVar(&weights, "strata-weights", "", "strata mix, e.g. frontier=0.4,exploration=0.3,near_mastery=0.2,exploitation=0.1 (default that)")
-	fl.IntVar(&f.strataSample, "strata-sample", d.StrataSample, "tasks to draw by the strata mix (0 = none)")
-	fl.Uint64Var(&f.seed, "seed", d.Seed, "seed of the strata sampler")
-	fl.BoolVar(&f.requireItems, "require-items", d.RequireItems, "reject rollouts of tasks missing from --items even when they carry a verdict")
-	fl.IntVar(&f.batch, "batch-size", d.BatchSize, "candidates per verifier call")
+	fl.BoolVar(&o.Force, "force", false, "run even when the manifest in --out is current")
+	apply = bindSelectConfig(fl, &o.Config)
 	fl.BoolVar(&o.NoVerify, "no-verify", false, "do not run a verifier: rollouts without a verdict become unjudged (toolchain_missing)")
 	fl.IntVar(&o.RTLWorkers, "workers", 0, "concurrent RTL simulations (default: number of CPUs)")
 	fl.StringVar(&o.Simulator, "simulator", rtl.SimIcarus, "RTL simulator: icarus|verilator (verilator passes are unjudged unless trusted)")
@@ -116,58 +121,25 @@ func newSelectCmd() *cobra.Command {
 	return c
 }
 
-type selectFlags struct {
-	k, strataSample, batch                           int
-	student, teacher, extract, pick, pattern, reward string
-	recoverPolicy, recoverContext, strataPolicy      string
-	languages                                        []string
-	speedup                                          float64
-	seed                                             uint64
-	requireItems                                     bool
-}
-
-// selectConfig layers defaults, the --config file and explicitly set flags.
-func selectConfig(file string, fs *pflag.FlagSet, f selectFlags, weights string) (selection.Config, error) {
-	cfg := selection.DefaultConfig()
-	if file != "" {
-		def := cfg.StrataWeights
-		cfg.StrataWeights = nil
-		if err := decodeYAMLFile(file, &cfg); err != nil {
-			return cfg, err
+// bindSelectConfig registers the flags of the select config on fl and
+// returns what layers them onto cfg: the stage flags, and --strata-weights
+// (a map in a flag's own form), which replaces the mix.
+func bindSelectConfig(fl *pflag.FlagSet, cfg *selection.Config) func() error {
+	sf := bindStageFlags(fl, cfg, selectFlags).withConfigFile("YAML file with the select config block; flags override it")
+	weights := fl.String("strata-weights", "", "strata mix, e.g. frontier=0.4,exploration=0.3,near_mastery=0.2,exploitation=0.1 (default that)")
+	return func() error {
+		if err := sf.apply(); err != nil {
+			return err
 		}
-		if cfg.StrataWeights == nil {
-			cfg.StrataWeights = def
+		if *weights != "" {
+			w, err := parseWeights(*weights)
+			if err != nil {
+				return err
+			}
+			cfg.StrataWeights = w
 		}
+		return cfg.Validate()
 	}
-	set := func(name string, apply func()) {
-		if fs.Changed(name) {
-			apply()
-		}
-	}
-	set("k", func() { cfg.K = f.k })
-	set("student", func() { cfg.Student = f.student })
-	set("teacher", func() { cfg.Teacher = f.teacher })
-	set("extract", func() { cfg.Extract.Mode = f.extract })
-	set("pick", func() { cfg.Extract.Pick = f.pick })
-	set("pattern", func() { cfg.Extract.Pattern = f.pattern })
-	set("languages", func() { cfg.Extract.Languages = f.languages })
-	set("reward", func() { cfg.Reward = f.reward })
-	set("speedup-threshold", func() { cfg.SpeedupThreshold = f.speedup })
-	set("recover-policy", func() { cfg.RecoverPolicy = f.recoverPolicy })
-	set("recover-context", func() { cfg.RecoverContext = f.recoverContext })
-	set("strata-policy", func() { cfg.StrataPolicy = f.strataPolicy })
-	set("strata-sample", func() { cfg.StrataSample = f.strataSample })
-	set("seed", func() { cfg.Seed = f.seed })
-	set("require-items", func() { cfg.RequireItems = f.requireItems })
-	set("batch-size", func() { cfg.BatchSize = f.batch })
-	if weights != "" {
-		w, err := parseWeights(weights)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.StrataWeights = w
-	}
-	return cfg, cfg.Validate()
 }
 
 // parseWeights reads "name=0.4,name=0.3".
@@ -197,6 +169,8 @@ func decodeYAMLFile(path string, v any) error {
 	return nil
 }
 
+// runSelect runs the pipeline's select stage, with the judges the flags
+// ask for, over the rollout and item files or stage outputs given.
 func runSelect(ctx context.Context, o SelectOptions) error {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
@@ -207,20 +181,17 @@ func runSelect(ctx context.Context, o SelectOptions) error {
 	if err := o.Config.Validate(); err != nil {
 		return err
 	}
-	rpaths, err := shardInputs(o.Rollouts, selection.KindRollouts)
-	if err != nil {
-		return err
+	shards := map[string][]string{}
+	for kind, paths := range map[string][]string{selection.KindRollouts: o.Rollouts, "items": o.Items} {
+		files, err := shardInputs(paths, kind)
+		if err != nil {
+			return err
+		}
+		shards[kind] = files
 	}
-	rows, label, err := selection.ReadRollouts(rpaths...)
-	if err != nil {
-		return err
-	}
-	ipaths, err := shardInputs(o.Items, "items")
-	if err != nil {
-		return err
-	}
-	items, err := engine.ReadAll[engine.Item](ipaths...)
-	if err != nil {
+	// Rollouts are read by the stage's own reader (JSONL or Parquet); items
+	// as upstream shards, Parquet only.
+	if err := asParquet[engine.Item](ctx, o.Out, shards, "items"); err != nil {
 		return err
 	}
 	js := o.Judges
@@ -228,40 +199,30 @@ func runSelect(ctx context.Context, o SelectOptions) error {
 		js = rolloutJudges(o.Simulator, o.RTLWorkers)
 		defer js.Close()
 	}
-	res, err := selection.Select(ctx, o.Config, rows, selection.Options{Judges: js, Items: items, RowLabel: label})
-	if err != nil {
+	reg := engine.NewRegistry()
+	selection.RegisterStages(reg, selection.WithJudges(js))
+	// The judges decide verdicts, so what they were built from is part of
+	// the fingerprint (injected judges are the caller's: named only so).
+	judges := map[string]any{"no_verify": o.NoVerify, "simulator": o.Simulator, "workers": o.RTLWorkers, "injected": o.Judges != nil}
+	res, err := runCommandStage(ctx, o.Stdout, commandStage{Type: "select", Config: &o.Config, Shards: shards, Out: o.Out, Force: o.Force,
+		Writer: o.Writer, Registry: reg, Extra: judges})
+	if err != nil || res.Status == "skipped" {
 		return err
 	}
-	if err := clearOutputs(o.Out, selection.OutputKinds...); err != nil {
-		return err
-	}
-	shards, err := selection.WriteDir(ctx, o.Out, o.Writer, res)
-	if err != nil {
-		return err
-	}
-	refs, err := fileRefs(append(rpaths, ipaths...))
-	if err != nil {
-		return err
-	}
-	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "select", Type: "select", Inputs: refs,
-		Shards: relShards(shards), Counts: res.Report.Counters()}
-	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
-		return err
-	}
-	r := res.Report
+	n := res.Counts
 	fmt.Fprintf(o.Stdout, "rollouts %d: %d usable (%d attached verdicts, %d verified, %d extraction failures), %d rejected\n",
-		r.Rollouts, r.Rollouts-r.Rejected, r.Attached, r.Verified, r.ExtractFailed, r.Rejected)
+		n["rollouts"], n["rollouts"]-n["rejected"], n["attached"], n["verified"], n["extract_failed"], n["rejected"])
 	fmt.Fprintf(o.Stdout, "verdicts: %d pass, %d fail, %d unjudged (excluded from pass@%d/avg@%d: %d student, %d teacher)\n",
-		r.Pass, r.Fail, r.Unjudged, o.Config.K, o.Config.K, r.StudentExcluded, r.TeacherExcluded)
-	fmt.Fprintf(o.Stdout, "tasks %d:", r.Tasks)
+		n["pass"], n["fail"], n["unjudged"], o.Config.K, o.Config.K, n["excluded_unjudged.student"], n["excluded_unjudged.teacher"])
+	fmt.Fprintf(o.Stdout, "tasks %d:", n["tasks"])
 	for _, c := range []string{selection.ClassGap, selection.ClassStudentSolves, selection.ClassUncovered, selection.ClassUndetermined} {
-		fmt.Fprintf(o.Stdout, " %s %d", c, r.Classes[c])
+		fmt.Fprintf(o.Stdout, " %s %d", c, n["class."+c])
 	}
-	fmt.Fprintf(o.Stdout, "\nrecoverable %d (%d solved without a failed turn to learn from)\nstrata:", r.Recoverable, r.RecoverableNoContext)
+	fmt.Fprintf(o.Stdout, "\nrecoverable %d (%d solved without a failed turn to learn from)\nstrata:", n["recoverable"], n["recoverable_no_context"])
 	for _, s := range selection.Strata {
-		fmt.Fprintf(o.Stdout, " %s %d", s, r.Strata[s])
+		fmt.Fprintf(o.Stdout, " %s %d", s, n["stratum."+s])
 	}
-	fmt.Fprintf(o.Stdout, "; sampled %d\nshards and manifest: %s\n", r.Sampled, o.Out)
+	fmt.Fprintf(o.Stdout, "; sampled %d\nshards and manifest: %s\n", n["strata_sampled"], o.Out)
 	return nil
 }
 
@@ -289,48 +250,26 @@ func shardInputs(paths []string, kind string) ([]string, error) {
 			}
 			continue
 		}
-		var found []string
-		for _, ext := range append(engine.JSONLGlobs(), "*.parquet") {
-			g, _ := filepath.Glob(filepath.Join(p, ext))
-			found = append(found, g...)
+		found, err := rowFiles(p)
+		if err != nil {
+			return nil, err
 		}
-		if len(found) == 0 {
-			return nil, fmt.Errorf("%w: %s: no manifest and no .jsonl/.parquet files", engine.ErrInput, p)
-		}
-		sort.Strings(found)
 		out = append(out, found...)
 	}
 	return out, nil
 }
 
-// fileRefs are the manifest refs of a command's inputs: a directory (a task
-// folder) stands for every regular file under it; an input that cannot be
-// hashed is an error, never a ref silently left out.
-func fileRefs(paths []string) ([]engine.InputRef, error) {
-	refs := []engine.InputRef{}
-	for _, p := range paths {
-		files, err := engine.InputFiles(p)
-		if err != nil {
-			return nil, fmt.Errorf("%w: recording input %s in the manifest: %v", engine.ErrInput, p, err)
-		}
-		for _, f := range files {
-			h, err := engine.HashFile(f)
-			if err != nil {
-				return nil, fmt.Errorf("recording input %s in the manifest: %w", f, err)
-			}
-			refs = append(refs, engine.InputRef{Kind: "file", Path: f, SHA256: h})
-		}
+// rowFiles are the .jsonl/.parquet files in a directory that has no
+// manifest (not its subdirectories), sorted; none is an error.
+func rowFiles(dir string) ([]string, error) {
+	var found []string
+	for _, ext := range append(engine.JSONLGlobs(), "*.parquet") {
+		g, _ := filepath.Glob(filepath.Join(dir, ext))
+		found = append(found, g...)
 	}
-	return refs, nil
-}
-
-// relShards makes shard paths relative to the output directory, as
-// manifests record them.
-func relShards(infos []engine.ShardInfo) []engine.ShardInfo {
-	out := make([]engine.ShardInfo, len(infos))
-	for i, s := range infos {
-		s.Path = filepath.Base(s.Path)
-		out[i] = s
+	if len(found) == 0 {
+		return nil, fmt.Errorf("%w: %s: no manifest and no .jsonl/.parquet files", engine.ErrInput, dir)
 	}
-	return out
+	sort.Strings(found)
+	return found, nil
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/ops/compose"
 	"github.com/crucible-data/crucible/ops/selection"
@@ -135,12 +137,13 @@ func TestSelectFlagsLayerOverConfigFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte("k: 8\nstrata_weights: {frontier: 1}\nextract: {mode: fenced, pick: first}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := newSelectCmd()
-	if err := c.ParseFlags([]string{"--teacher", "gpt", "--pick", "last"}); err != nil {
+	cfg := selection.DefaultConfig()
+	fs := pflag.NewFlagSet("select", pflag.ContinueOnError)
+	apply := bindSelectConfig(fs, &cfg)
+	if err := fs.Parse([]string{"--teacher", "gpt", "--pick", "last", "--config", file}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := selectConfig(file, c.Flags(), selectFlags{teacher: "gpt", pick: "last"}, "")
-	if err != nil {
+	if err := apply(); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.K != 8 || cfg.Teacher != "gpt" || cfg.Extract.Mode != "fenced" || cfg.Extract.Pick != "last" ||
@@ -150,4 +153,28 @@ func TestSelectFlagsLayerOverConfigFile(t *testing.T) {
 	if _, err := parseWeights("frontier=x"); err == nil {
 		t.Error("bad --strata-weights accepted")
 	}
+}
+
+// `crucible select` is the select stage run through the pipeline runner: a
+// second identical run skips; a changed flag, --strata-weights, a judge
+// setting (--simulator, part of the fingerprint though not of the stage's
+// config) or a changed rollouts file runs it again.
+func TestSelectSkipsWhenCurrent(t *testing.T) {
+	dir := t.TempDir()
+	rollouts := filepath.Join(dir, "rollouts.jsonl")
+	var rows []any
+	for i, st := range []string{"pass", "fail", "fail", "pass"} {
+		rows = append(rows, selection.Rollout{TaskID: "t1", Policy: []string{"student", "teacher"}[i%2], SampleIndex: int32(i / 2), Response: "x", Status: st})
+	}
+	writeJSONL(t, rollouts, rows...)
+	out := filepath.Join(dir, "out")
+	args := []string{"select", "--no-progress", "--rollouts", rollouts, "--out", out, "--no-verify"}
+	expectRun(t, out, "ran", "rollouts 4: ", args...)
+	expectRun(t, out, "skipped", "rollouts", args...)
+	expectRun(t, out, "ran", "pass@2", append(args, "--k", "2")...)
+	expectRun(t, out, "ran", "rollouts 4", append(args, "--strata-weights", "frontier=1")...)
+	expectRun(t, out, "ran", "rollouts 4", append(args, "--strata-weights", "frontier=1", "--simulator", "verilator")...)
+	expectRun(t, out, "skipped", "rollouts", append(args, "--strata-weights", "frontier=1", "--simulator", "verilator")...)
+	writeJSONL(t, rollouts, rows[:2]...)
+	expectRun(t, out, "ran", "rollouts 2", append(args, "--strata-weights", "frontier=1", "--simulator", "verilator")...)
 }

@@ -82,19 +82,13 @@ func configKeys(t reflect.Type) []string {
 	}
 	var out []string
 	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		key, inline, ok := yamlKey(t.Field(i))
 		switch {
-		case name == "-":
-		case strings.Contains(opts, "inline"):
-			out = append(out, configKeys(f.Type)...)
-		case name == "":
-			out = append(out, strings.ToLower(f.Name))
+		case !ok:
+		case inline:
+			out = append(out, configKeys(t.Field(i).Type)...)
 		default:
-			out = append(out, name)
+			out = append(out, key)
 		}
 	}
 	return out

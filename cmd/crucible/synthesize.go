@@ -240,3 +240,24 @@ func runSynthesize(ctx context.Context, o SynthesizeOptions) error {
 	fmt.Fprintf(o.Stdout, "\noutputs: %s (plots: %d PNG files)\n", filepath.Clean(o.Out), len(plots))
 	return nil
 }
+
+// fileRefs are the manifest refs of a command's inputs: a directory (a task
+// folder) stands for every regular file under it; an input that cannot be
+// hashed is an error, never a ref silently left out.
+func fileRefs(paths []string) ([]engine.InputRef, error) {
+	refs := []engine.InputRef{}
+	for _, p := range paths {
+		files, err := engine.InputFiles(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: recording input %s in the manifest: %v", engine.ErrInput, p, err)
+		}
+		for _, f := range files {
+			h, err := engine.HashFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("recording input %s in the manifest: %w", f, err)
+			}
+			refs = append(refs, engine.InputRef{Kind: "file", Path: f, SHA256: h})
+		}
+	}
+	return refs, nil
+}

@@ -140,7 +140,7 @@ func TestSynthesizeOnTheBundledCorpusMatchesVerifyRTL(t *testing.T) {
 	}
 	candPath := filepath.Join(tmp, "cands.jsonl")
 	os.WriteFile(candPath, jl.Bytes(), 0o644)
-	vc := rtl.DefaultConfig()
+	vc := rtl.DefaultStageConfig()
 	vc.Workers = 2
 	if err := runVerifyRTL(ctx, VerifyRTLOptions{Items: itemsDir, Candidates: candPath, Out: evDir, Preset: "items", Config: vc,
 		Writer: engine.DefaultWriterOptions(), Stdout: io.Discard}); err != nil {

@@ -29,10 +29,38 @@ type VerifyOptions struct {
 	Preset     string // items | verilog-eval
 	SelfCheck  bool   // submit each item's reference (in candidate form) as its candidate
 	Workers    int    // concurrent judge calls and each judge's workers; 0: number of cores
-	RTL        rtl.Config
-	Kernel     kernels.Config
+	Force      bool   // judge even when the manifest in Out is current
+	Config     verifyConfig
 	Writer     engine.WriterOptions
 	Stdout     io.Writer
+}
+
+// verifyConfig is every judge's config, the source of `verify`'s judge
+// flags and, with the command's own settings, its manifest's config hash.
+type verifyConfig struct {
+	RTL    rtl.StageConfig     `yaml:"rtl"`
+	Kernel kernels.StageConfig `yaml:"kernel"`
+	// Set by the command, not by flags of their own:
+	Preset    string `yaml:"preset"`
+	SelfCheck bool   `yaml:"self_check"`
+	Workers   int    `yaml:"workers"`
+}
+
+// verifyFlags keep the names and help texts `verify`'s judge flags had
+// before they were derived; the judges' other keys get rtl-* and kernel-*
+// flags.
+var verifyFlags = map[string]flagDoc{
+	"rtl.simulator":        {Name: "simulator", Help: "RTL: icarus (4-state, trusted for pass) | verilator (2-state)"},
+	"rtl.trust_two_state":  {Name: "trust-two-state", Help: "RTL: let a Verilator run issue pass verdicts"},
+	"rtl.strength_audit":   {Name: "strength-audit", Help: "RTL: audit each item's harness first; passes on a weak harness are unjudged"},
+	"rtl.cache_dir":        {Name: "cache-dir", Help: "RTL: persist reference self-checks and strength audits per (task, toolchain) here"},
+	"kernel.backend":       {Name: "backend", Help: "kernels: auto | cpu | cuda | triton"},
+	"rtl.workers":          {Skip: true}, // --workers sets both
+	"kernel.workers":       {Skip: true},
+	"kernel.drop_unjudged": {Skip: true}, // the stage's item filter; the command writes evidence only
+	"preset":               {Skip: true},
+	"self_check":           {Skip: true},
+	"workers":              {Skip: true},
 }
 
 const verifyLong = `Judge candidates of any domain and write one evidence row per (item, candidate).
@@ -62,27 +90,27 @@ domain, status and failure stage. Exit 0 when the run completed, whatever the
 verdicts.`
 
 func newVerifyCmd() *cobra.Command {
-	o := VerifyOptions{Writer: engine.DefaultWriterOptions(), RTL: rtl.DefaultConfig(), Kernel: kernels.DefaultConfig()}
+	o := VerifyOptions{Writer: engine.DefaultWriterOptions(), Config: verifyConfig{RTL: rtl.DefaultStageConfig(), Kernel: kernels.DefaultStageConfig()}}
+	var sf *stageFlags
 	c := &cobra.Command{
 		Use:   "verify --items PATH (--candidates PATH | --self-check) --out DIR [--workers N] [--simulator icarus|verilator] [--backend auto|cpu|cuda|triton]",
 		Short: "Judge candidates of every domain (RTL, kernels) through one judge contract; write evidence shards",
 		Long:  verifyLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := sf.apply(); err != nil {
+				return err
+			}
 			o.Stdout = cmd.OutOrStdout()
 			return runVerify(cmd.Context(), o)
 		},
 	}
 	f := c.Flags()
-	verifyIOFlags(c, &o.Items, &o.Candidates, &o.Out, &o.SelfCheck,
+	verifyIOFlags(c, &o.Items, &o.Candidates, &o.Out, &o.SelfCheck, &o.Force,
 		"item shards directory, item JSONL/Parquet, kernel seed directory, or VerilogEval JSONL with --preset verilog-eval (required)")
 	f.StringVar(&o.Preset, "preset", ingest.PresetItems, "layout of --items files: items|verilog-eval")
 	f.IntVar(&o.Workers, "workers", 0, "concurrent judge calls, and each judge's workers (default: number of cores)")
-	f.StringVar(&o.RTL.Simulator, "simulator", o.RTL.Simulator, "RTL: icarus (4-state, trusted for pass) | verilator (2-state)")
-	f.BoolVar(&o.RTL.TrustTwoState, "trust-two-state", false, "RTL: let a Verilator run issue pass verdicts")
-	f.BoolVar(&o.RTL.StrengthAudit, "strength-audit", o.RTL.StrengthAudit, "RTL: audit each item's harness first; passes on a weak harness are unjudged")
-	f.StringVar(&o.RTL.CacheDir, "cache-dir", "", "RTL: persist reference self-checks and strength audits per (task, toolchain) here")
-	f.StringVar(&o.Kernel.Backend, "backend", o.Kernel.Backend, "kernels: auto | cpu | cuda | triton")
+	sf = bindStageFlags(f, &o.Config, verifyFlags)
 	for _, sub := range verifyCommands() {
 		c.AddCommand(sub)
 	}
@@ -101,66 +129,61 @@ func runVerify(ctx context.Context, o VerifyOptions) error {
 	case o.Workers < 0:
 		return fmt.Errorf("%w: --workers %d (want >= 0)", errUsage, o.Workers)
 	}
+	cfg := o.Config
+	cfg.Preset, cfg.SelfCheck, cfg.Workers = o.Preset, o.SelfCheck, o.Workers
 	if o.Workers > 0 {
-		o.RTL.Workers, o.Kernel.Workers = o.Workers, o.Workers
+		cfg.RTL.Workers, cfg.Kernel.Workers = o.Workers, o.Workers
 	}
-	for _, err := range []error{o.RTL.Validate(), o.Kernel.Validate()} {
-		if err != nil {
-			return fmt.Errorf("%w: %v", errUsage, err)
-		}
-	}
-	var items []engine.Item
-	var inputs []string
-	var rejected int64
-	var err error
-	if o.Preset == ingest.PresetItems {
-		items, inputs, rejected, err = loadKernelItems(ctx, o.Items) // seed dirs, else shards or ingest
-	} else {
-		items, inputs, rejected, err = loadRTLItems(ctx, o.Items, o.Preset)
-	}
-	if err != nil {
-		return err
-	}
-	cands, candInputs, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
-	if err != nil {
-		return err
-	}
-	inputs = append(inputs, candInputs...)
-	judges, err := verify.JudgesFor(items, o.Workers, o.RTL, o.Kernel, slog.Default())
+	rc, err := cfg.RTL.VerifierConfig(func(p string) string { return p })
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	defer judges.Close()
-	start := time.Now()
-	evs, err := judges.JudgeAll(ctx, engine.ItemsByID(items), cands)
+	kc, err := cfg.Kernel.VerifierConfig()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	elapsed := time.Since(start)
-	counts := map[string]int64{"items": int64(len(items)), "candidates": int64(len(cands)), "items_rejected": rejected}
-	domainOf := domainsOf(items)
-	for _, ev := range evs {
-		counts["domain."+domainOf[ev.ItemID]+"."+ev.Status]++
+	load := func(ctx context.Context) ([]engine.Item, []engine.Candidate, int64, error) {
+		var items []engine.Item
+		var rejected int64
+		var err error
+		if o.Preset == ingest.PresetItems {
+			items, _, rejected, err = loadKernelItems(ctx, o.Items) // seed dirs, else shards or ingest
+		} else {
+			items, _, rejected, err = loadRTLItems(ctx, o.Items, o.Preset)
+		}
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		cands, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
+		return items, cands, rejected, err
 	}
-	if err := writeEvidenceDir(o.Out, o.Writer, "verify", "verify", inputs, evs, counts); err != nil {
-		return err
+	judges := func(items []engine.Item) (*engine.Judges, error) {
+		return verify.JudgesFor(items, o.Workers, rc, kc, slog.Default())
 	}
-	printVerifySummary(o.Stdout, fmt.Sprintf("verified %d candidates for %d items in %.1fs (judges: %s; %d concurrent)", len(evs),
-		len(items), elapsed.Seconds(), strings.Join(judges.Domains(), ", "), judges.Workers()), evs, items, rejected, o.Out)
-	return nil
+	count := func(evs []engine.Evidence, items []engine.Item, counts map[string]int64) {
+		domainOf := domainsOf(items)
+		for _, ev := range evs {
+			counts["domain."+domainOf[ev.ItemID]+"."+ev.Status]++
+		}
+	}
+	header := func(evs []engine.Evidence, items []engine.Item, js *engine.Judges, elapsed time.Duration) string {
+		return fmt.Sprintf("verified %d candidates for %d items in %.1fs (judges: %s; %d concurrent)", len(evs),
+			len(items), elapsed.Seconds(), strings.Join(js.Domains(), ", "), js.Workers())
+	}
+	return runEvidenceCommand(ctx, o.Stdout, evidenceCommand{name: "verify", typ: "verify", config: cfg, items: o.Items,
+		candidates: o.Candidates, out: o.Out, force: o.Force, writer: o.Writer, load: load, judges: judges, count: count, header: header})
 }
 
 // verifyCandidates is --self-check's reference candidates (in the form a
 // candidate takes: an RTL reference renamed to the candidate's top) or the
-// rows of --candidates, with the files they came from.
-func verifyCandidates(selfCheck bool, path string, items []engine.Item) ([]engine.Candidate, []string, error) {
+// rows of --candidates.
+func verifyCandidates(selfCheck bool, path string, items []engine.Item) ([]engine.Candidate, error) {
 	if !selfCheck {
 		paths, err := shardInputs([]string{path}, "candidates")
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		cands, err := engine.ReadAll[engine.Candidate](paths...)
-		return cands, paths, err
+		return engine.ReadAll[engine.Candidate](paths...)
 	}
 	cands := make([]engine.Candidate, 0, len(items))
 	for _, it := range items {
@@ -176,17 +199,18 @@ func verifyCandidates(selfCheck bool, path string, items []engine.Item) ([]engin
 		// gets its row: its self-check reports the reference unjudged.
 		cands = append(cands, engine.Candidate{ItemID: it.ItemID, CandidateID: engine.ReferenceCandidateID, Code: code})
 	}
-	return cands, nil, nil
+	return cands, nil
 }
 
 // verifyIOFlags adds the flags every verify command shares: what to judge
 // and where the evidence goes.
-func verifyIOFlags(c *cobra.Command, items, cands, out *string, selfCheck *bool, itemsHelp string) {
+func verifyIOFlags(c *cobra.Command, items, cands, out *string, selfCheck, force *bool, itemsHelp string) {
 	f := c.Flags()
 	f.StringVar(items, "items", "", itemsHelp)
 	f.StringVar(cands, "candidates", "", "candidate JSONL/Parquet rows {item_id, candidate_id, code} or a directory of them")
 	f.StringVar(out, "out", "", "output directory for evidence shards and manifest.json (required)")
 	f.BoolVar(selfCheck, "self-check", false, "submit each item's reference as its candidate instead of --candidates")
+	f.BoolVar(force, "force", false, "judge even when the manifest in --out is current")
 	_ = c.MarkFlagRequired("items")
 	_ = c.MarkFlagRequired("out")
 }

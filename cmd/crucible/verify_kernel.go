@@ -23,9 +23,25 @@ type VerifyKernelOptions struct {
 	Candidates string // JSONL/Parquet rows {item_id, candidate_id, code}
 	Out        string
 	SelfCheck  bool // submit each item's reference as its candidate
-	Config     kernels.Config
+	Force      bool // judge even when the manifest in Out is current
+	Config     kernels.StageConfig
 	Writer     engine.WriterOptions
 	Stdout     io.Writer
+}
+
+// verifyKernelFlags keep the names and help texts `verify kernel`'s flags
+// had before they were derived from kernels.StageConfig.
+var verifyKernelFlags = map[string]flagDoc{
+	"backend":                {Help: "auto | cpu | cuda | triton"},
+	"trials":                 {Help: "trials with fresh seeded inputs (all must pass)"},
+	"reps":                   {Help: "timed calls per side per trial"},
+	"warmup":                 {Help: "untimed warm-up calls per side"},
+	"workers":                {Help: "concurrent candidates (GPU jobs still take one GPU each; 0: number of cores)"},
+	"timeout":                {Help: "wall-clock limit per candidate run"},
+	"speedup_threshold":      {Help: "faster only if the speedup CI's lower bound >= this"},
+	"suspicious_speedup":     {Help: "a reference whose fastest call is over this many times the candidate's fastest fires the suspicious_speedup gate"},
+	"suspicious_min_samples": {Help: "timed calls per side before the suspicious_speedup gate may fire (fewer: not armed)"},
+	"drop_unjudged":          {Skip: true}, // the stage's item filter; the command writes evidence only
 }
 
 const verifyKernelLong = `Judge GPU/CPU kernel candidates and write one evidence row per (item, candidate).
@@ -54,29 +70,24 @@ Writes evidence-*.parquet and manifest.json to --out and prints counts by status
 and failure stage. Exit 0 when the run completed, whatever the verdicts.`
 
 func newVerifyKernelCmd() *cobra.Command {
-	o := VerifyKernelOptions{Writer: engine.DefaultWriterOptions(), Config: kernels.DefaultConfig()}
+	o := VerifyKernelOptions{Writer: engine.DefaultWriterOptions(), Config: kernels.DefaultStageConfig()}
+	var sf *stageFlags
 	c := &cobra.Command{
 		Use:   "kernel --items PATH (--candidates PATH | --self-check) --out DIR [--backend auto|cuda|triton|cpu]",
 		Short: "Judge kernel candidates (cpu, cuda, triton backends) with timing and exploit gates; write evidence shards",
 		Long:  verifyKernelLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := sf.apply(); err != nil {
+				return err
+			}
 			o.Stdout = cmd.OutOrStdout()
 			return runVerifyKernel(cmd.Context(), o)
 		},
 	}
-	f := c.Flags()
-	verifyIOFlags(c, &o.Items, &o.Candidates, &o.Out, &o.SelfCheck,
+	verifyIOFlags(c, &o.Items, &o.Candidates, &o.Out, &o.SelfCheck, &o.Force,
 		"item shards directory, item JSONL/Parquet, or a kernel seed directory (required)")
-	f.StringVar(&o.Config.Backend, "backend", o.Config.Backend, "auto | cpu | cuda | triton")
-	f.IntVar(&o.Config.Trials, "trials", o.Config.Trials, "trials with fresh seeded inputs (all must pass)")
-	f.IntVar(&o.Config.Reps, "reps", o.Config.Reps, "timed calls per side per trial")
-	f.IntVar(&o.Config.Warmup, "warmup", o.Config.Warmup, "untimed warm-up calls per side")
-	f.IntVar(&o.Config.Workers, "workers", o.Config.Workers, "concurrent candidates (GPU jobs still take one GPU each)")
-	f.DurationVar(&o.Config.Timeout, "timeout", o.Config.Timeout, "wall-clock limit per candidate run")
-	f.Float64Var(&o.Config.SpeedupThreshold, "speedup-threshold", o.Config.SpeedupThreshold, "faster only if the speedup CI's lower bound >= this")
-	f.Float64Var(&o.Config.SuspiciousSpeedup, "suspicious-speedup", o.Config.SuspiciousSpeedup, "a reference whose fastest call is over this many times the candidate's fastest fires the suspicious_speedup gate")
-	f.IntVar(&o.Config.SuspiciousSamples, "suspicious-min-samples", o.Config.SuspiciousSamples, "timed calls per side before the suspicious_speedup gate may fire (fewer: not armed)")
+	sf = bindStageFlags(c.Flags(), &o.Config, verifyKernelFlags)
 	return c
 }
 
@@ -88,47 +99,48 @@ func runVerifyKernel(ctx context.Context, o VerifyKernelOptions) error {
 	case verifyArgs(o.Items, o.Out, o.Candidates, o.SelfCheck) != nil:
 		return verifyArgs(o.Items, o.Out, o.Candidates, o.SelfCheck)
 	}
-	if err := o.Config.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	items, inputs, rejected, err := loadKernelItems(ctx, o.Items)
-	if err != nil {
-		return err
-	}
-	cands, candInputs, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
-	if err != nil {
-		return err
-	}
-	inputs = append(inputs, candInputs...)
-	v, err := kernels.NewVerifier(o.Config, slog.Default())
+	cfg, err := o.Config.VerifierConfig()
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	judges, err := engine.NewJudges(o.Config.Workers, v)
-	if err != nil {
-		return err
+	load := func(ctx context.Context) ([]engine.Item, []engine.Candidate, int64, error) {
+		items, _, rejected, err := loadKernelItems(ctx, o.Items)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		cands, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
+		return items, cands, rejected, err
 	}
-	defer judges.Close()
-	start := time.Now()
-	evs, err := judges.JudgeAll(ctx, engine.ItemsByID(items), cands)
-	if err != nil {
-		return err
+	judges := func([]engine.Item) (*engine.Judges, error) {
+		v, err := kernels.NewVerifier(cfg, slog.Default())
+		if err != nil {
+			return nil, err
+		}
+		return engine.NewJudges(cfg.Workers, v)
 	}
-	elapsed := time.Since(start)
-	counts := map[string]int64{"items": int64(len(items)), "candidates": int64(len(cands)), "items_rejected": rejected}
-	for _, ev := range evs {
-		for _, m := range ev.Measurements {
-			if strings.HasPrefix(m.Name, "exploit_") {
-				counts["gate."+strings.TrimPrefix(m.Name, "exploit_")]++
+	count := func(evs []engine.Evidence, _ []engine.Item, counts map[string]int64) {
+		for _, ev := range evs {
+			for _, m := range ev.Measurements {
+				if strings.HasPrefix(m.Name, "exploit_") {
+					counts["gate."+strings.TrimPrefix(m.Name, "exploit_")]++
+				}
 			}
 		}
 	}
-	if err := writeEvidenceDir(o.Out, o.Writer, "verify-kernel", "verify_kernel", inputs, evs, counts); err != nil {
-		return err
+	header := func(evs []engine.Evidence, items []engine.Item, _ *engine.Judges, elapsed time.Duration) string {
+		return fmt.Sprintf("verified %d kernel candidates for %d items in %.1fs (backend %s, %d trials x %d reps)",
+			len(evs), len(items), elapsed.Seconds(), cfg.Backend, cfg.Trials, cfg.Reps)
 	}
-	printVerifySummary(o.Stdout, fmt.Sprintf("verified %d kernel candidates for %d items in %.1fs (backend %s, %d trials x %d reps)",
-		len(evs), len(items), elapsed.Seconds(), o.Config.Backend, o.Config.Trials, o.Config.Reps), evs, items, rejected, o.Out)
-	return nil
+	return runEvidenceCommand(ctx, o.Stdout, evidenceCommand{name: "verify-kernel", typ: "verify_kernel",
+		config: verifyKernelConfig{o.Config, o.SelfCheck}, items: o.Items, candidates: o.Candidates,
+		out: o.Out, force: o.Force, writer: o.Writer, load: load, judges: judges, count: count, header: header})
+}
+
+// verifyKernelConfig is what decides `verify kernel`'s verdicts: its
+// manifest's config hash.
+type verifyKernelConfig struct {
+	kernels.StageConfig `yaml:",inline"`
+	SelfCheck           bool `yaml:"self_check"`
 }
 
 // loadKernelItems reads --items: a kernel seed directory (one task dir with

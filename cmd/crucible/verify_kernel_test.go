@@ -30,8 +30,8 @@ func TestVerifyKernelCommand(t *testing.T) {
 		engine.Candidate{ItemID: "vector_add_f32", CandidateID: "copy",
 			Code: "#include <stdint.h>\n#include <string.h>\nvoid vector_add(const float *a, const float *b, float *o, int64_t n) { memcpy(o, b, n * 4); }\n"},
 		engine.Candidate{ItemID: "nope", CandidateID: "orphan", Code: "void f(void) {}"})
-	cfg := kernels.DefaultConfig()
-	cfg.Trials, cfg.Reps, cfg.Warmup, cfg.Timeout, cfg.BootstrapRounds = 2, 2, 1, 20*time.Second, 100
+	cfg := kernels.DefaultStageConfig()
+	cfg.Trials, cfg.Reps, cfg.Warmup, cfg.Timeout = 2, 2, 1, 20*time.Second
 	var out bytes.Buffer
 	o := VerifyKernelOptions{Items: root, Candidates: filepath.Join(dir, "cands.jsonl"), Out: filepath.Join(dir, "out"),
 		Config: cfg, Writer: engine.DefaultWriterOptions(), Stdout: &out}

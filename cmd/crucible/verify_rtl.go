@@ -23,9 +23,27 @@ type VerifyRTLOptions struct {
 	Out        string
 	Preset     string // items | verilog-eval
 	SelfCheck  bool   // submit each item's reference as its candidate
-	Config     rtl.Config
+	Force      bool   // judge even when the manifest in Out is current
+	Config     rtl.StageConfig
 	Writer     engine.WriterOptions
 	Stdout     io.Writer
+}
+
+// verifyRTLFlags keep the names and help texts `verify rtl`'s flags had
+// before they were derived from rtl.StageConfig.
+var verifyRTLFlags = map[string]flagDoc{
+	"strength_audit":    {Help: "audit each item's harness with trivial candidates and mutants first; passes on a weak harness are unjudged"},
+	"simulator":         {Help: "icarus (4-state, trusted for pass) | verilator (2-state)"},
+	"workers":           {Help: "concurrent simulator jobs (default: number of cores)"},
+	"retries":           {Help: "retries of infrastructure failures (worker crash, disk full)"},
+	"cpu_seconds":       {Help: "CPU-time ceiling: the reference's budget and the most any candidate gets"},
+	"cpu_floor_seconds": {Name: "cpu-floor", Help: "the least CPU-time budget a candidate gets (seconds)"},
+	"cpu_factor":        {Help: "a candidate's CPU budget is this many times its reference's CPU time (within floor and ceiling); spending it is a timeout"},
+	"sim_timeout":       {Help: "wall-clock backstop per simulation (a starved run is retried, not failed)"},
+	"trust_two_state":   {Help: "let a Verilator run issue pass verdicts"},
+	"synth":             {Help: "add a Yosys synth cell count (and latch/loop findings) to passing candidates"},
+	"cache_dir":         {Help: "persist reference self-check results per (task, toolchain) here"},
+	"strength_mutants":  {Help: "mutants of each kind in the strength audit"},
 }
 
 const verifyRTLLong = `Judge RTL candidates with a pool of sandboxed simulators and write one
@@ -62,32 +80,26 @@ Writes evidence-*.parquet and manifest.json to --out and prints counts by status
 and failure stage. Exit 0 when the run completed, whatever the verdicts.`
 
 func newVerifyRTLCmd() *cobra.Command {
-	o := VerifyRTLOptions{Writer: engine.DefaultWriterOptions(), Config: rtl.DefaultConfig()}
+	o := VerifyRTLOptions{Writer: engine.DefaultWriterOptions(), Config: rtl.DefaultStageConfig()}
+	var sf *stageFlags
 	c := &cobra.Command{
 		Use:   "rtl --items PATH (--candidates PATH | --self-check) --out DIR [--simulator icarus|verilator] [--workers N] [--preset verilog-eval]",
 		Short: "Judge RTL candidates in sandboxed Icarus/Verilator workers; write evidence shards",
 		Long:  verifyRTLLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := sf.apply(); err != nil {
+				return err
+			}
 			o.Stdout = cmd.OutOrStdout()
 			return runVerifyRTL(cmd.Context(), o)
 		},
 	}
 	f := c.Flags()
-	verifyIOFlags(c, &o.Items, &o.Candidates, &o.Out, &o.SelfCheck,
+	verifyIOFlags(c, &o.Items, &o.Candidates, &o.Out, &o.SelfCheck, &o.Force,
 		"item shards directory, item JSONL/Parquet, or VerilogEval JSONL with --preset verilog-eval (required)")
 	f.StringVar(&o.Preset, "preset", ingest.PresetItems, "layout of --items files: items|verilog-eval")
-	f.BoolVar(&o.Config.StrengthAudit, "strength-audit", o.Config.StrengthAudit, "audit each item's harness with trivial candidates and mutants first; passes on a weak harness are unjudged")
-	f.StringVar(&o.Config.Simulator, "simulator", o.Config.Simulator, "icarus (4-state, trusted for pass) | verilator (2-state)")
-	f.IntVar(&o.Config.Workers, "workers", o.Config.Workers, "concurrent simulator jobs (default: number of cores)")
-	f.IntVar(&o.Config.Retries, "retries", o.Config.Retries, "retries of infrastructure failures (worker crash, disk full)")
-	f.IntVar(&o.Config.Limits.CPUSeconds, "cpu-seconds", o.Config.Limits.CPUSeconds, "CPU-time ceiling: the reference's budget and the most any candidate gets")
-	f.IntVar(&o.Config.Limits.CPUFloorSeconds, "cpu-floor", o.Config.Limits.CPUFloorSeconds, "the least CPU-time budget a candidate gets (seconds)")
-	f.Float64Var(&o.Config.Limits.CPUFactor, "cpu-factor", o.Config.Limits.CPUFactor, "a candidate's CPU budget is this many times its reference's CPU time (within floor and ceiling); spending it is a timeout")
-	f.DurationVar(&o.Config.Limits.SimTimeout, "sim-timeout", o.Config.Limits.SimTimeout, "wall-clock backstop per simulation (a starved run is retried, not failed)")
-	f.BoolVar(&o.Config.TrustTwoState, "trust-two-state", false, "let a Verilator run issue pass verdicts")
-	f.BoolVar(&o.Config.Synth, "synth", false, "add a Yosys synth cell count (and latch/loop findings) to passing candidates")
-	f.StringVar(&o.Config.CacheDir, "cache-dir", "", "persist reference self-check results per (task, toolchain) here")
+	sf = bindStageFlags(f, &o.Config, verifyRTLFlags)
 	return c
 }
 
@@ -101,48 +113,47 @@ func runVerifyRTL(ctx context.Context, o VerifyRTLOptions) error {
 	case o.Preset != ingest.PresetItems && o.Preset != ingest.PresetVerilogEval:
 		return fmt.Errorf("%w: --preset %q (want items or verilog-eval)", errUsage, o.Preset)
 	}
-	if err := o.Config.Validate(); err != nil {
+	cfg, err := o.Config.VerifierConfig(func(p string) string { return p })
+	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	items, inputs, rejected, err := loadRTLItems(ctx, o.Items, o.Preset)
-	if err != nil {
-		return err
-	}
-	// Kernel items belong to `crucible verify kernel`; leave them out rather
-	// than report them as unjudged RTL tasks.
-	rtlItems := items[:0:0]
-	for _, it := range items {
-		if it.Domain == engine.DomainRTL {
-			rtlItems = append(rtlItems, it)
+	load := func(ctx context.Context) ([]engine.Item, []engine.Candidate, int64, error) {
+		items, _, rejected, err := loadRTLItems(ctx, o.Items, o.Preset)
+		if err != nil {
+			return nil, nil, 0, err
 		}
+		// Kernel items belong to `crucible verify kernel`; leave them out
+		// rather than report them as unjudged RTL tasks.
+		rtlItems := items[:0:0]
+		for _, it := range items {
+			if it.Domain == engine.DomainRTL {
+				rtlItems = append(rtlItems, it)
+			}
+		}
+		if skipped := len(items) - len(rtlItems); skipped > 0 {
+			fmt.Fprintf(o.Stdout, "skipped %d non-RTL items (verify them with `crucible verify kernel`)\n", skipped)
+		}
+		cands, err := verifyCandidates(o.SelfCheck, o.Candidates, rtlItems)
+		return rtlItems, cands, rejected, err
 	}
-	if skipped := len(items) - len(rtlItems); skipped > 0 {
-		fmt.Fprintf(o.Stdout, "skipped %d non-RTL items (verify them with `crucible verify kernel`)\n", skipped)
+	judges := func(items []engine.Item) (*engine.Judges, error) {
+		return verify.JudgesFor(items, cfg.Workers, cfg, kernels.DefaultConfig(), nil)
 	}
-	items = rtlItems
-	cands, candInputs, err := verifyCandidates(o.SelfCheck, o.Candidates, items)
-	if err != nil {
-		return err
+	header := func(evs []engine.Evidence, items []engine.Item, _ *engine.Judges, elapsed time.Duration) string {
+		return fmt.Sprintf("verified %d candidates for %d items in %.1fs (%s, %d workers)",
+			len(evs), len(items), elapsed.Seconds(), cfg.Simulator, cfg.Workers)
 	}
-	inputs = append(inputs, candInputs...)
-	judges, err := verify.JudgesFor(items, o.Config.Workers, o.Config, kernels.DefaultConfig(), nil)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	defer judges.Close()
-	start := time.Now()
-	evs, err := judges.JudgeAll(ctx, engine.ItemsByID(items), cands)
-	if err != nil {
-		return err
-	}
-	elapsed := time.Since(start)
-	counts := map[string]int64{"items": int64(len(items)), "candidates": int64(len(cands)), "items_rejected": rejected}
-	if err := writeEvidenceDir(o.Out, o.Writer, "verify-rtl", "verify_rtl", inputs, evs, counts); err != nil {
-		return err
-	}
-	printVerifySummary(o.Stdout, fmt.Sprintf("verified %d candidates for %d items in %.1fs (%s, %d workers)",
-		len(evs), len(items), elapsed.Seconds(), o.Config.Simulator, o.Config.Workers), evs, items, rejected, o.Out)
-	return nil
+	return runEvidenceCommand(ctx, o.Stdout, evidenceCommand{name: "verify-rtl", typ: "verify_rtl",
+		config: verifyRTLConfig{o.Config, o.Preset, o.SelfCheck}, items: o.Items, candidates: o.Candidates,
+		out: o.Out, force: o.Force, writer: o.Writer, load: load, judges: judges, header: header})
+}
+
+// verifyRTLConfig is what decides `verify rtl`'s verdicts: its manifest's
+// config hash.
+type verifyRTLConfig struct {
+	rtl.StageConfig `yaml:",inline"`
+	Preset          string `yaml:"preset"`
+	SelfCheck       bool   `yaml:"self_check"`
 }
 
 // loadRTLItems reads --items: a stage/ingest output directory's item

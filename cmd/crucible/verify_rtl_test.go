@@ -33,18 +33,7 @@ func rtlToolsOrSkip(t *testing.T) {
 func TestVerifyRTLCommand(t *testing.T) {
 	rtlToolsOrSkip(t)
 	dir := t.TempDir()
-	iface := engine.Interface{Top: "TopModule", Ports: []engine.Port{{Name: "a", Direction: "input", Width: 4},
-		{Name: "b", Direction: "input", Width: 4}, {Name: "y", Direction: "output", Width: 4}}}
-	tb, err := rtl.GenerateDifferentialTB(iface, rtl.DefaultTBOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	item := engine.Item{ItemID: "and4", Domain: engine.DomainRTL, Family: "logic", Route: engine.RouteSeed,
-		Instruction: "Implement TopModule: y = a & b.", Interface: iface,
-		Reference:  "module RefModule(input [3:0] a, input [3:0] b, output [3:0] y);\n  assign y = a & b;\nendmodule\n",
-		Verifier:   engine.Verifier{Kind: engine.VerifierDifferential, Harness: tb, Top: "tb"},
-		Provenance: engine.Provenance{Source: "test", License: "MIT"}}
-	writeJSONL(t, filepath.Join(dir, "items.jsonl"), item)
+	writeJSONL(t, filepath.Join(dir, "items.jsonl"), and4Item(t))
 	writeJSONL(t, filepath.Join(dir, "cands.jsonl"),
 		engine.Candidate{ItemID: "and4", CandidateID: "right", Code: "module TopModule(input [3:0] a, input [3:0] b, output [3:0] y);\n  assign y = b & a;\nendmodule\n"},
 		engine.Candidate{ItemID: "and4", CandidateID: "wrong", Code: "module TopModule(input [3:0] a, input [3:0] b, output [3:0] y);\n  assign y = a | b;\nendmodule\n"},
@@ -52,7 +41,7 @@ func TestVerifyRTLCommand(t *testing.T) {
 		engine.Candidate{ItemID: "nope", CandidateID: "orphan", Code: "module TopModule; endmodule"})
 	var out bytes.Buffer
 	o := VerifyRTLOptions{Items: filepath.Join(dir, "items.jsonl"), Candidates: filepath.Join(dir, "cands.jsonl"),
-		Out: filepath.Join(dir, "out"), Preset: "items", Config: rtl.DefaultConfig(), Writer: engine.DefaultWriterOptions(), Stdout: &out}
+		Out: filepath.Join(dir, "out"), Preset: "items", Config: rtl.DefaultStageConfig(), Writer: engine.DefaultWriterOptions(), Stdout: &out}
 	if err := runVerifyRTL(context.Background(), o); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -91,6 +80,71 @@ func TestVerifyRTLCommand(t *testing.T) {
 	o.Candidates = filepath.Join(dir, "cands.jsonl") // both: usage error
 	if err := runVerifyRTL(context.Background(), o); !errors.Is(err, errUsage) {
 		t.Errorf("--candidates with --self-check: %v, want usage error", err)
+	}
+}
+
+// and4Item is a one-line RTL task (y = a & b) with a generated
+// differential testbench.
+func and4Item(t *testing.T) engine.Item {
+	t.Helper()
+	iface := engine.Interface{Top: "TopModule", Ports: []engine.Port{{Name: "a", Direction: "input", Width: 4},
+		{Name: "b", Direction: "input", Width: 4}, {Name: "y", Direction: "output", Width: 4}}}
+	tb, err := rtl.GenerateDifferentialTB(iface, rtl.DefaultTBOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.Item{ItemID: "and4", Domain: engine.DomainRTL, Family: "logic", Route: engine.RouteSeed,
+		Instruction: "Implement TopModule: y = a & b.", Interface: iface,
+		Reference:  "module RefModule(input [3:0] a, input [3:0] b, output [3:0] y);\n  assign y = a & b;\nendmodule\n",
+		Verifier:   engine.Verifier{Kind: engine.VerifierDifferential, Harness: tb, Top: "tb"},
+		Provenance: engine.Provenance{Source: "test", License: "MIT"}}
+}
+
+// `verify`, `verify rtl` and `verify kernel` run as command stages: a
+// second identical run skips the judging (says so, evidence and manifest
+// untouched); a changed judge flag, a --set key, a changed items file or
+// --force judges again.
+func TestVerifyCommandsSkipWhenCurrent(t *testing.T) {
+	rtlToolsOrSkip(t)
+	dir := t.TempDir()
+	items := filepath.Join(dir, "items.jsonl")
+	writeJSONL(t, items, and4Item(t))
+	kernelSeed := filepath.Join("..", "..", "examples", "seeds", "kernel", "vector_add_f32")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		change []string // a flag that changes the verdicts' config
+		set    string
+		items  string // "" = the RTL items file, rewritten to change an input
+	}{
+		{"verify-rtl", []string{"verify", "rtl", "--self-check", "--workers", "2"}, []string{"--cpu-floor", "2"}, "strength_mutants=1", ""},
+		{"verify", []string{"verify", "--self-check", "--workers", "2"}, []string{"--strength-audit=false"}, "rtl.retries=1", ""},
+		{"verify-kernel", []string{"verify", "kernel", "--self-check", "--trials", "1", "--reps", "1", "--warmup", "0"}, []string{"--trials", "2"}, "timeout=30s", kernelSeed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.items != "" {
+				if _, err := exec.LookPath("gcc"); err != nil {
+					t.Skip("gcc missing")
+				}
+			}
+			in := items
+			if tc.items != "" {
+				in = tc.items
+			}
+			out := filepath.Join(dir, tc.name)
+			args := append(append([]string{}, tc.args...), "--no-progress", "--items", in, "--out", out)
+			expectRun(t, out, "ran", "verified 1 ", args...)
+			expectRun(t, out, "skipped", "verified", args...)
+			expectRun(t, out, "ran", "verified 1 ", append(args, tc.change...)...)
+			expectRun(t, out, "ran", "verified 1 ", append(args, "--set", tc.set)...)
+			expectRun(t, out, "skipped", "verified", append(args, "--set", tc.set)...)
+			if tc.items == "" {
+				writeJSONL(t, items, and4Item(t), and4Item(t)) // a duplicate row: a changed file
+				expectRun(t, out, "ran", "verified", append(args, "--set", tc.set)...)
+				writeJSONL(t, items, and4Item(t))
+			}
+			expectRun(t, out, "ran", "verified 1 ", append(args, "--set", tc.set, "--force")...)
+		})
 	}
 }
 
