@@ -96,6 +96,23 @@ func WithReadMeter(ctx context.Context, m ReadMeter) context.Context {
 	return context.WithValue(ctx, readMeterKey{}, m)
 }
 
+// AlsoMeter returns ctx whose read meter is m and, when ctx already
+// carries one, that one too: a stage drawing its own progress keeps the
+// caller's meter (a command's rows-and-bytes bar) counting.
+func AlsoMeter(ctx context.Context, m ReadMeter) context.Context {
+	if prev, _ := ctx.Value(readMeterKey{}).(ReadMeter); prev != nil {
+		m = teeMeter{prev, m}
+	}
+	return WithReadMeter(ctx, m)
+}
+
+type teeMeter [2]ReadMeter
+
+func (t teeMeter) Add(rows, bytes int64) {
+	t[0].Add(rows, bytes)
+	t[1].Add(rows, bytes)
+}
+
 // FileMeter meters the reading of one input file.
 type FileMeter struct {
 	m          ReadMeter

@@ -471,6 +471,7 @@ func TestStandaloneCommandsMeterRowsAndBytes(t *testing.T) {
 		args        []string
 		rows, bytes int64
 	}{
+		{[]string{"ingest", "--out", filepath.Join(dir, "in"), items}, 300, size(items)},
 		{[]string{"pack", "--in", traj, "--out", filepath.Join(dir, "pk")}, 41, size(traj)},
 		{[]string{"dedup", "--in", items, "--id-field", "item_id", "--text-field", "instruction", "--out", filepath.Join(dir, "dd")}, 300, size(items)},
 		{[]string{"decontam", "check", "--corpus", items, "--benchmark", bench, "--out", filepath.Join(dir, "dc")}, 301, size(items) + size(bench)},

@@ -69,7 +69,7 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) err
 	// Progress in input bytes, as they are read (one big file moves too).
 	p := sc.Progress(engine.InputBytes(files))
 	defer p.Done()
-	ctx = engine.WithReadMeter(ctx, engine.MeterProgress(p))
+	ctx = engine.AlsoMeter(ctx, engine.MeterProgress(p))
 	for _, r := range keep {
 		if err := g.IngestRange(ctx, r); err != nil {
 			return fmt.Errorf("ingest %s %s: %w", r.Path, r.String(), err)
