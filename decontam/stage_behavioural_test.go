@@ -13,6 +13,7 @@ import (
 	"github.com/crucible-data/crucible/decontam"
 	"github.com/crucible-data/crucible/decontam/decontamtest"
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/engine/stagetest"
 	"github.com/crucible-data/crucible/internal/testenv"
 	"github.com/crucible-data/crucible/kernels"
 )
@@ -201,7 +202,7 @@ func TestStageMethodsConfig(t *testing.T) {
 	writeStagePipeline(t, dir, filepath.Join(dir, "bench.jsonl"), items, "      methods: [behavioural]\n")
 	reg = engine.NewRegistry()
 	decontamStages(fakeBehavioural()...)(reg)
-	registerItemsSource(reg)
+	stagetest.RegisterItemsSource(reg)
 	cfg, err := engine.LoadPipeline(filepath.Join(dir, "pipeline.yaml"), reg)
 	if err != nil {
 		t.Fatal(err)

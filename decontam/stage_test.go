@@ -11,6 +11,7 @@ import (
 	"github.com/crucible-data/crucible/decontam"
 	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/engine/stagetest"
 )
 
 func readKind[T any](t *testing.T, work, stage, kind string) []T {
@@ -174,7 +175,7 @@ func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 func runItemsPipeline(t *testing.T, dir string, register ...func(*engine.Registry)) {
 	t.Helper()
 	reg := engine.NewRegistry()
-	registerItemsSource(reg)
+	stagetest.RegisterItemsSource(reg)
 	for _, r := range register {
 		r(reg)
 	}
@@ -185,21 +186,4 @@ func runItemsPipeline(t *testing.T, dir string, register ...func(*engine.Registr
 	if _, err := (&engine.Runner{Registry: reg}).Run(context.Background(), cfg, engine.RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// registerItemsSource adds the test source stage type "items_jsonl".
-func registerItemsSource(reg *engine.Registry) {
-	reg.Register("items_jsonl", func(engine.StageConfig) (engine.Stage, error) {
-		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
-			rows, err := engine.ReadAll[engine.Item](sc.Files...)
-			if err != nil {
-				return err
-			}
-			w, err := engine.StageWriter[engine.Item](sc, "items")
-			if err != nil {
-				return err
-			}
-			return w.Write(rows...)
-		}), nil
-	}, "test source")
 }

@@ -66,3 +66,22 @@ func Read(t testing.TB, dir, stage string) Output {
 	}
 	return o
 }
+
+// RegisterItemsSource adds the test source stage type "items_jsonl": it
+// writes the items of its input files (JSONL or Parquet rows of
+// engine.Item) unvalidated, as a fixture upstream for a stage's test.
+func RegisterItemsSource(reg *engine.Registry) {
+	reg.Register("items_jsonl", func(engine.StageConfig) (engine.Stage, error) {
+		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
+			rows, err := engine.ReadAll[engine.Item](sc.Files...)
+			if err != nil {
+				return err
+			}
+			w, err := engine.StageWriter[engine.Item](sc, "items")
+			if err != nil {
+				return err
+			}
+			return w.Write(rows...)
+		}), nil
+	}, "test source")
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/engine/stagetest"
 	"github.com/crucible-data/crucible/ops/compose"
 	"github.com/crucible-data/crucible/ops/selection"
 )
@@ -117,19 +118,7 @@ stages:
 		t.Fatal(err)
 	}
 	reg := engine.NewRegistry()
-	reg.Register("items_jsonl", func(engine.StageConfig) (engine.Stage, error) {
-		return engine.StageFunc(func(ctx context.Context, sc *engine.StageContext) error {
-			rows, err := engine.ReadAll[engine.Item](sc.Files...)
-			if err != nil {
-				return err
-			}
-			w, err := engine.StageWriter[engine.Item](sc, "items")
-			if err != nil {
-				return err
-			}
-			return w.Write(rows...)
-		}), nil
-	}, "test source")
+	stagetest.RegisterItemsSource(reg)
 	selection.RegisterStages(reg, selection.WithJudges(markerJudge()))
 	compose.RegisterStages(reg)
 	cfg, err := engine.LoadPipeline(filepath.Join(dir, "pipeline.yaml"), reg)
