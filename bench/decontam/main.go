@@ -295,12 +295,13 @@ func writeRewrites(dir, corpus string, rows []problem) (ids, failed []string, er
 			return nil, nil, err
 		}
 		script := fmt.Sprintf("read_verilog -sv %s; synth -flatten -top RefModule; abc -g AND,NAND,OR,NOR,XOR,XNOR,MUX; opt_clean -purge; rename RefModule rewritten; write_verilog -noattr %s", src, net)
-		if out, err := exec.Command("yosys", "-q", "-p", script).CombinedOutput(); err != nil {
+		// Yosys exiting non-zero is a problem it cannot read (listed);
+		// Yosys not starting is an error.
+		if err := exec.Command("yosys", "-q", "-p", script).Run(); err != nil {
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) {
 				return nil, nil, fmt.Errorf("yosys: %w", err)
 			}
-			_ = out
 			failed = append(failed, r.ID)
 			continue
 		}
