@@ -33,8 +33,9 @@ type InputRef struct {
 
 // Manifest is a stage's commit marker. It is written last and atomically;
 // a stage (or one shard part of it) is complete exactly when its manifest
-// exists. It holds no wall-clock times, so a resumed run produces the same
-// bytes as an uninterrupted one.
+// exists. Its only wall-clock times are Seconds (a stage's own phase
+// timings, set through StageContext.Timing), which ContentHash leaves out,
+// so a resumed run commits the same content as an uninterrupted one.
 type Manifest struct {
 	Version    int              `json:"version"`
 	Stage      string           `json:"stage"`

@@ -11,6 +11,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // placedRegistry is testRegistry with its source and double declared the
@@ -240,5 +244,62 @@ func TestRunOneSharesPrepareOutputsLock(t *testing.T) {
 	release()
 	if res, _ := runOne(t, placedRegistry(runs), OneStage{Spec: sourceSpec(t, 1, filepath.Join(dir, "in0.txt")), Out: out}, false); res.Status != "ran" {
 		t.Fatalf("after the lock was released: %s", res.Status)
+	}
+}
+
+// A stage whose rows have no Go type writes Arrow records through
+// StageRecordWriter: the runner commits them like typed shards (listed in
+// the manifest, checked on a rerun, which skips), and its Timing phases land
+// in the manifest's seconds without changing the content hash. A kind the
+// type does not declare is refused.
+func TestRunOneCommitsRecordShardsAndTimings(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.txt")
+	os.WriteFile(in, []byte("x"), 0o644)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	runs := 0
+	reg := NewRegistry()
+	reg.RegisterType(StageType{Name: "records", Parallelism: PerPart, Outputs: []string{"rows"},
+		Factory: func(StageConfig) (Stage, error) {
+			return StageFunc(func(ctx context.Context, sc *StageContext) error {
+				runs++
+				if _, err := StageRecordWriter(sc, "other", schema); err == nil {
+					return errors.New("an undeclared kind was accepted")
+				}
+				w, err := StageRecordWriter(sc, "rows", schema)
+				if err != nil {
+					return err
+				}
+				b := array.NewInt64Builder(memory.DefaultAllocator)
+				defer b.Release()
+				b.AppendValues([]int64{1, 2, 3}, nil)
+				col := b.NewArray()
+				defer col.Release()
+				rec := array.NewRecordBatch(schema, []arrow.Array{col}, 3)
+				defer rec.Release()
+				sc.Timing("write", float64(runs))
+				return w.WriteRecord(rec)
+			}), nil
+		}})
+	out := filepath.Join(dir, "out")
+	one := OneStage{Spec: StageSpec{Name: "records", Type: "records", Inputs: []string{in}}, Out: out}
+	res, _ := runOne(t, reg, one, false)
+	m, err := ReadManifest(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "ran" || m.Rows("rows") != 3 || len(m.Shards) != 1 || m.Seconds["write"] != 1 {
+		t.Fatalf("first run: %s, manifest %+v", res.Status, m)
+	}
+	if res, _ := runOne(t, reg, one, false); res.Status != "skipped" || runs != 1 {
+		t.Fatalf("rerun: %s after %d runs, want skipped", res.Status, runs)
+	}
+	runOne(t, reg, one, true)
+	m2, err := ReadManifest(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2.Seconds["write"] != 2 || m2.ContentHash != m.ContentHash {
+		t.Fatalf("forced run: seconds %v, content hash %s vs %s (timings must not change it)", m2.Seconds, m2.ContentHash, m.ContentHash)
 	}
 }

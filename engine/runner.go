@@ -299,6 +299,7 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 		want.Shards = []ShardInfo{}
 	}
 	want.Counts = sc.counts
+	want.Seconds = sc.seconds
 	if want.Counts == nil {
 		want.Counts = map[string]int64{}
 	}

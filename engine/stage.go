@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"gopkg.in/yaml.v3"
 )
 
@@ -238,6 +239,7 @@ type StageContext struct {
 	writers []interface{ Close() ([]ShardInfo, error) }
 	aborts  []func()
 	counts  map[string]int64
+	seconds map[string]float64
 	// For the yield check: the input kinds the stage asked for ("" = all),
 	// the kinds it opened writers for, and its own count of rows passed on.
 	readKinds   map[string]bool
@@ -320,6 +322,18 @@ func (sc *StageContext) Count(name string, n int64) {
 	sc.counts[name] += n
 }
 
+// Timing records the wall seconds of a named phase of the stage (a
+// command's read/sign/write split) in its manifest's seconds map, which
+// the content hash leaves out: timings vary run to run.
+func (sc *StageContext) Timing(name string, seconds float64) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.seconds == nil {
+		sc.seconds = map[string]float64{}
+	}
+	sc.seconds[name] = seconds
+}
+
 // Progress returns a progress reporter for total units of work.
 func (sc *StageContext) Progress(total int64) Progress {
 	if sc.progress == nil {
@@ -332,20 +346,53 @@ func (sc *StageContext) Progress(total int64) Progress {
 // "evidence", "rejections", ...). The runner commits it after Run returns, so
 // a stage need not close it; if it does, the result is the same.
 func StageWriter[T any](sc *StageContext, kind string) (*ShardWriter[T], error) {
-	if sc.outputs != nil && !slices.Contains(sc.outputs, kind) {
-		return nil, fmt.Errorf("stage %s (type %s) writes kind %q, which its type does not declare (outputs: %s)",
-			sc.Name, sc.Type, kind, strings.Join(sc.outputs, ", "))
+	if err := sc.declares(kind); err != nil {
+		return nil, err
 	}
 	w, err := NewShardWriter[T](sc.Dir, sc.prefix+kind, kind, sc.writerOp)
 	if err != nil {
 		return nil, err
 	}
+	sc.track(kind, w)
+	return w, nil
+}
+
+// StageRecordWriter opens a shard writer of Arrow record batches of
+// schema for a kind of output: for a stage whose rows have no Go type (a
+// corpus tool's passthrough of whatever columns its input has). The runner
+// commits it like a StageWriter.
+func StageRecordWriter(sc *StageContext, kind string, schema *arrow.Schema) (*ShardWriter[arrow.RecordBatch], error) {
+	if err := sc.declares(kind); err != nil {
+		return nil, err
+	}
+	w, err := NewRecordShardWriter(sc.Dir, sc.prefix+kind, kind, schema, sc.writerOp)
+	if err != nil {
+		return nil, err
+	}
+	sc.track(kind, w)
+	return w, nil
+}
+
+// declares checks that kind is one of the stage type's outputs.
+func (sc *StageContext) declares(kind string) error {
+	if sc.outputs != nil && !slices.Contains(sc.outputs, kind) {
+		return fmt.Errorf("stage %s (type %s) writes kind %q, which its type does not declare (outputs: %s)",
+			sc.Name, sc.Type, kind, strings.Join(sc.outputs, ", "))
+	}
+	return nil
+}
+
+// track hands a writer to the runner, which commits it after Run returns
+// (or aborts it when the stage fails).
+func (sc *StageContext) track(kind string, w interface {
+	Close() ([]ShardInfo, error)
+	Abort()
+}) {
 	sc.mu.Lock()
 	sc.writers = append(sc.writers, w)
 	sc.writerKinds = append(sc.writerKinds, kind)
 	sc.aborts = append(sc.aborts, w.Abort)
 	sc.mu.Unlock()
-	return w, nil
 }
 
 // WriteRows opens the stage's writer for a kind and writes rows to it: the
