@@ -24,6 +24,7 @@ type DedupOptions struct {
 	KeepSigs   bool   // write the signature columns (for a later --reuse-signatures)
 	OnDupID    string // onDupError | onDupKeepFirst
 	Out        string
+	Force      bool // run even when the manifest in Out is current
 	Config     dedup.Config
 	Writer     engine.WriterOptions
 	Stdout     io.Writer
@@ -33,7 +34,7 @@ func newDedupCmd() *cobra.Command {
 	o := DedupOptions{Config: dedup.DefaultConfig(), Writer: engine.DefaultWriterOptions()}
 	var lang string
 	c := &cobra.Command{
-		Use:   "dedup --in PATH --id-field F --text-field F [--threshold 0.8] [--ngram 5] [--num-perm 128] [--keep-signatures] [--reuse-signatures] --out DIR",
+		Use:   "dedup --in PATH --id-field F --text-field F [--threshold 0.8] [--ngram 5] [--num-perm 128] [--keep-signatures] [--reuse-signatures] [--force] --out DIR",
 		Short: "Exact + MinHash-LSH near-dedup of JSONL/Parquet rows; writes the kept and the removed rows, all their columns, plus _dedup_ columns, as Parquet",
 		Long: `Removes exact duplicates (hash of code-aware normalised text: whitespace and
 Verilog/C/C++/Python comments removed, identifiers kept) and near duplicates
@@ -116,7 +117,14 @@ The summary gives the whole command's wall time and rows/s, and its phases
 in wall seconds, summing to the total: read (schema pass, decoding rows),
 sign (tokenise, sign, band insert), index (LSH candidate pairs), verify
 (candidate verification), write (second pass, shards, manifest); the
-manifest's "seconds" records the same.
+manifest's "seconds" records the same up to its own writing (read there
+also covers hashing the inputs for the fingerprint).
+
+Resume: dedup runs as a one-stage pipeline. The manifest holds a hash of
+every flag that decides the output (the compression too) and the sha256 of
+every --in file; a second run with the same inputs and flags into the same
+--out finds it current, says it is up to date and skips; --force runs it
+again.
 
 Exit codes: 0 done (duplicates found or not), 2 bad flags or a reserved
 column name, 3 unreadable input, a row missing the id/text fields, inputs of
@@ -150,6 +158,7 @@ different columns or a repeated id, 4 output not writable.`,
 	f.StringVar(&o.OnDupID, "on-duplicate-id", onDupError, "a second row with an id already seen: error (exit 3 naming both rows) | keep-first (the later rows go to removed-*.parquet as duplicate_id)")
 	f.BoolVar(&o.Reuse, "reuse-signatures", false, "use the _dedup_minhash/_dedup_text_hash/_dedup_minhash_params columns of an earlier --keep-signatures run's output when their parameters match")
 	f.BoolVar(&o.KeepSigs, "keep-signatures", false, "also write the signature columns _dedup_minhash, _dedup_text_hash, _dedup_minhash_params (for a later --reuse-signatures)")
+	f.BoolVar(&o.Force, "force", false, "run even when the manifest in --out is current")
 	addCompressionFlags(c, &o.Writer)
 	_ = c.MarkFlagRequired("in")
 	_ = c.MarkFlagRequired("text-field")
@@ -162,7 +171,8 @@ different columns or a repeated id, 4 output not writable.`,
 // decoding rows; sign the rest of the first pass (tokenise, sign, band
 // insert); index the LSH candidate pairs (and banding, survivors); verify
 // the candidate verification (re-reading the candidates' rows); write the
-// second pass (re-read, write kept/removed shards, manifest). On several
+// second pass (re-read, write kept/removed shards; the printed figure also
+// the manifest the runner writes after the stage). On several
 // cores reading overlaps signing, and the split is the reader's busy time.
 type dedupPhases struct {
 	Total, Read, Sign, Index, Verify, Write float64
@@ -172,6 +182,34 @@ func (p dedupPhases) seconds() map[string]float64 {
 	return map[string]float64{"total": p.Total, "read": p.Read, "sign": p.Sign, "index": p.Index, "verify": p.Verify, "write": p.Write}
 }
 
+// dedupStageConfig is everything the flags set that decides what `crucible
+// dedup` writes: the stage's config, so its hash is in the manifest and a
+// changed flag (the compression too) runs the command again.
+type dedupStageConfig struct {
+	IDField          string       `yaml:"id_field"`
+	TextFields       []string     `yaml:"text_fields"`
+	OnDuplicateID    string       `yaml:"on_duplicate_id"`
+	ReuseSignatures  bool         `yaml:"reuse_signatures"`
+	KeepSignatures   bool         `yaml:"keep_signatures"`
+	Dedup            dedup.Config `yaml:"dedup"`
+	Compression      string       `yaml:"compression"`
+	CompressionLevel int          `yaml:"compression_level"`
+}
+
+// dedupRun is what the stage did, for the printed summary.
+type dedupRun struct {
+	stats     dedup.Stats
+	dups      int
+	removedBy map[string]int
+	ph        dedupPhases
+	runEnd    time.Time // the first pass and the index done: the write phase starts
+}
+
+// runDedup runs `crucible dedup` as a one-stage pipeline through
+// engine.Runner.RunOne: the runner takes the --out lock, clears the
+// kept/removed/rejections shards, commits the shards and writes the
+// manifest (config hash, every --in file hashed) last; a second run with
+// the same inputs and flags finds it current and skips.
 func runDedup(ctx context.Context, o DedupOptions) error {
 	start := time.Now()
 	if o.Stdout == nil {
@@ -186,6 +224,10 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 	if err := checkCompression(&o.Writer); err != nil {
 		return err
 	}
+	if o.Writer.RowGroupBytes == 0 { // RunOne would replace the whole options, codec included
+		d := engine.DefaultWriterOptions()
+		o.Writer.RowGroupBytes, o.Writer.ShardBytes = d.RowGroupBytes, d.ShardBytes
+	}
 	switch o.OnDupID {
 	case "":
 		o.OnDupID = onDupError
@@ -198,9 +240,44 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 		return fmt.Errorf("--in: %w", err)
 	}
 	o.In = in
-	if p := engine.ClobberedInput(o.Out, []string{"manifest.json"}, []string{"kept", "removed", "rejections"}, o.In); p != "" {
-		return fmt.Errorf("%w: --in %s is in --out %s, whose output files would replace it; write to another directory", errUsage, p, o.Out)
+	cfg := dedupStageConfig{IDField: o.IDField, TextFields: o.TextFields, OnDuplicateID: o.OnDupID, ReuseSignatures: o.Reuse,
+		KeepSignatures: o.KeepSigs, Dedup: o.Config, Compression: o.Writer.Compression, CompressionLevel: o.Writer.CompressionLevel}
+	var d dedupRun
+	stage := func(ctx context.Context, sc *engine.StageContext) error { return d.stage(ctx, sc, o, start) }
+	res, err := runCommandStage(ctx, o.Stdout, commandStage{Type: "dedup", Config: &cfg, Inputs: o.In, Out: o.Out, Force: o.Force,
+		Writer: o.Writer, Run: stage, Outputs: []string{"kept", "removed", "rejections"}})
+	if err != nil || res.Status == "skipped" {
+		return err
 	}
+	// The printed write phase and total include the commit (shards renamed,
+	// manifest written); the manifest's end where the stage did.
+	now := time.Now()
+	ph, st := d.ph, d.stats
+	ph.Write, ph.Total = now.Sub(d.runEnd).Seconds(), now.Sub(start).Seconds()
+	fmt.Fprintf(o.Stdout, "dedup: %d rows (%.1f MB) in %.2fs (%.0f rows/s); kept %d, removed %d (%d exact, %d near) in %d clusters\n",
+		st.Docs, float64(st.Bytes)/1e6, ph.Total, float64(st.Docs)/max(ph.Total, 1e-9), st.Docs-st.Removed, st.Removed,
+		d.removedBy[dedup.ReasonExactDuplicate], d.removedBy[dedup.ReasonNearDuplicate], st.Clusters)
+	fmt.Fprintf(o.Stdout, "  phases (wall s): read %.2f, sign %.2f, index %.2f, verify %.2f, write %.2f\n",
+		ph.Read, ph.Sign, ph.Index, ph.Verify, ph.Write)
+	fmt.Fprintf(o.Stdout, "  banding: %s at threshold %.2f with %d permutations (%s shingles, n=%d); backend %s, verify %s\n",
+		st.Bands, o.Config.Threshold, o.Config.NumPerm, o.Config.Shingle, o.Config.NGram, st.Backend, o.Config.Verify)
+	if st.ReusedSigs > 0 {
+		fmt.Fprintf(o.Stdout, "  reused %d stored signatures\n", st.ReusedSigs)
+	}
+	if d.dups > 0 {
+		fmt.Fprintf(o.Stdout, "  %d rows repeated an earlier row's id: kept the first, the rest are duplicate_id removals\n", d.dups)
+	}
+	fmt.Fprintf(o.Stdout, "  candidate pairs %d, verified %d; output: %s (%s)\n", st.CandidatePairs, st.VerifiedPairs, o.Out,
+		strings.Join([]string{"kept-*.parquet", "removed-*.parquet", "manifest.json"}, ", "))
+	return nil
+}
+
+// stage is dedup's StageFunc: the signature pass, the index, and the
+// second pass writing every input row to the stage's kept and removed
+// writers; the counts and phase seconds go to the manifest through sc.
+// start is the command's start (the read phase includes what RunOne did
+// before the stage: fingerprinting the inputs, the lock, the clear).
+func (d *dedupRun) stage(ctx context.Context, sc *engine.StageContext, o DedupOptions, start time.Time) error {
 	input, err := dedup.OpenInput(ctx, o.In, o.IDField)
 	if err != nil {
 		return err
@@ -209,14 +286,6 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return fmt.Errorf("%w: %v", engine.ErrIO, err)
-	}
-	release, err := engine.PrepareOutput(ctx, o.Out, []string{"manifest.json"}, "kept", "removed", "rejections")
-	if err != nil {
-		return err
-	}
-	defer release()
 	src := &uniqueIDs{src: dedup.FileSource{Paths: o.In, IDField: o.IDField, TextFields: o.TextFields, ReuseSignatures: o.Reuse}, policy: o.OnDupID}
 	// The bar follows the signature pass over the input; the second pass
 	// below re-reads it to write the outputs.
@@ -229,59 +298,37 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 	}
 	defer res.Close()
 	runEnd := time.Now()
-	w, err := newDedupWriter(input.Schema, pass, o)
+	w, err := newDedupWriter(sc, input.Schema, pass, o.KeepSigs, o.Writer.Allocator)
 	if err != nil {
 		return err
 	}
 	// Second pass: rows stream again so they never have to stay in memory.
 	if err := w.writeRows(engine.WithReadMeter(ctx, nil), input, src, res); err != nil {
-		w.abort()
+		return err
+	}
+	if err := w.close(); err != nil {
 		return err
 	}
 	st := res.Stats
-	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "dedup", Type: "dedup", Inputs: []engine.InputRef{},
-		Counts: map[string]int64{"rows": st.Docs, "kept": st.Docs - st.Removed, "removed": st.Removed, "clusters": st.Clusters,
-			"duplicate_ids": int64(len(src.dups)), "exact_pairs": st.ExactPairs, "candidate_pairs": st.CandidatePairs, "verified_pairs": st.VerifiedPairs}}
-	shards, err := w.close()
-	if err != nil {
-		return err
+	for k, n := range map[string]int64{"rows": st.Docs, "kept": st.Docs - st.Removed, "removed": st.Removed, "clusters": st.Clusters,
+		"duplicate_ids": int64(len(src.dups)), "exact_pairs": st.ExactPairs, "candidate_pairs": st.CandidatePairs, "verified_pairs": st.VerifiedPairs} {
+		sc.Count(k, n)
 	}
-	m.Shards = shards
-	for _, p := range o.In {
-		if h, err := engine.HashFile(p); err == nil {
-			m.Inputs = append(m.Inputs, engine.InputRef{Kind: "file", Path: p, SHA256: h})
-		}
-	}
+	now := time.Now()
 	ph := dedupPhases{Read: runStart.Sub(start).Seconds() + st.ReadTime.Seconds(),
 		Sign: (st.SignTime - st.ReadTime).Seconds(), Verify: st.VerifyTime.Seconds()}
 	ph.Index = runEnd.Sub(runStart).Seconds() - st.SignTime.Seconds() - ph.Verify
-	ph.Write = time.Since(runEnd).Seconds()
-	ph.Total = time.Since(start).Seconds()
-	m.Seconds = ph.seconds()
-	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
-		return err
+	ph.Write = now.Sub(runEnd).Seconds()
+	ph.Total = now.Sub(start).Seconds()
+	for k, v := range ph.seconds() {
+		sc.Timing(k, v)
 	}
-	ph.Write, ph.Total = time.Since(runEnd).Seconds(), time.Since(start).Seconds() // the manifest written
-	removedBy := map[string]int{}
+	d.removedBy = map[string]int{}
 	for j := range res.Len() {
-		if d := res.Decision(j); !d.Kept {
-			removedBy[d.Reason]++
+		if dec := res.Decision(j); !dec.Kept {
+			d.removedBy[dec.Reason]++
 		}
 	}
-	fmt.Fprintf(o.Stdout, "dedup: %d rows (%.1f MB) in %.2fs (%.0f rows/s); kept %d, removed %d (%d exact, %d near) in %d clusters\n",
-		st.Docs, float64(st.Bytes)/1e6, ph.Total, float64(st.Docs)/max(ph.Total, 1e-9), st.Docs-st.Removed, st.Removed,
-		removedBy[dedup.ReasonExactDuplicate], removedBy[dedup.ReasonNearDuplicate], st.Clusters)
-	fmt.Fprintf(o.Stdout, "  phases (wall s): read %.2f, sign %.2f, index %.2f, verify %.2f, write %.2f\n",
-		ph.Read, ph.Sign, ph.Index, ph.Verify, ph.Write)
-	fmt.Fprintf(o.Stdout, "  banding: %s at threshold %.2f with %d permutations (%s shingles, n=%d); backend %s, verify %s\n",
-		st.Bands, o.Config.Threshold, o.Config.NumPerm, o.Config.Shingle, o.Config.NGram, st.Backend, o.Config.Verify)
-	if st.ReusedSigs > 0 {
-		fmt.Fprintf(o.Stdout, "  reused %d stored signatures\n", st.ReusedSigs)
-	}
-	if len(src.dups) > 0 {
-		fmt.Fprintf(o.Stdout, "  %d rows repeated an earlier row's id: kept the first, the rest are duplicate_id removals\n", len(src.dups))
-	}
-	fmt.Fprintf(o.Stdout, "  candidate pairs %d, verified %d; output: %s (%s)\n", st.CandidatePairs, st.VerifiedPairs, o.Out,
-		strings.Join([]string{"kept-*.parquet", "removed-*.parquet", "manifest.json"}, ", "))
+	d.stats, d.dups, d.ph, d.runEnd = st, len(src.dups), ph, runEnd
 	return nil
 }

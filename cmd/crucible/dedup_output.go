@@ -68,8 +68,10 @@ func dedupFields(sigs bool) []arrow.Field {
 	return fs
 }
 
-func newDedupWriter(in *arrow.Schema, pass []int, o DedupOptions) (*dedupWriter, error) {
-	w := &dedupWriter{pass: pass, sigs: o.KeepSigs, mem: o.Writer.Allocator}
+// newDedupWriter opens the stage's kept and removed writers (the runner
+// commits them, or aborts them when the stage fails).
+func newDedupWriter(sc *engine.StageContext, in *arrow.Schema, pass []int, sigs bool, mem memory.Allocator) (*dedupWriter, error) {
+	w := &dedupWriter{pass: pass, sigs: sigs, mem: mem}
 	if w.mem == nil {
 		w.mem = memory.DefaultAllocator
 	}
@@ -77,13 +79,12 @@ func newDedupWriter(in *arrow.Schema, pass []int, o DedupOptions) (*dedupWriter,
 	for _, i := range pass {
 		fs = append(fs, in.Field(i))
 	}
-	w.schema = arrow.NewSchema(append(fs, dedupFields(o.KeepSigs)...), nil)
+	w.schema = arrow.NewSchema(append(fs, dedupFields(sigs)...), nil)
 	var err error
-	if w.kept, err = engine.NewRecordShardWriter(o.Out, "kept", "kept", w.schema, o.Writer); err != nil {
+	if w.kept, err = engine.StageRecordWriter(sc, "kept", w.schema); err != nil {
 		return nil, err
 	}
-	if w.removed, err = engine.NewRecordShardWriter(o.Out, "removed", "removed", w.schema, o.Writer); err != nil {
-		w.kept.Abort()
+	if w.removed, err = engine.StageRecordWriter(sc, "removed", w.schema); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -262,22 +263,15 @@ func (w *dedupWriter) writeRows(ctx context.Context, in *dedup.Input, src *uniqu
 	return err
 }
 
-// close commits both outputs' last shards; on failure neither leaves a
-// temp file.
-func (w *dedupWriter) close() ([]engine.ShardInfo, error) {
-	var all []engine.ShardInfo
+// close flushes both outputs' last shards, so the write phase's time
+// includes them; the runner commits the files (a writer closed here is
+// closed already when it does). On failure the runner drops what was
+// written.
+func (w *dedupWriter) close() error {
 	for _, sw := range []*engine.ShardWriter[arrow.RecordBatch]{w.kept, w.removed} {
-		infos, err := sw.Close()
-		if err != nil {
-			w.abort() // whichever is still open drops its temp file
-			return nil, err
+		if _, err := sw.Close(); err != nil {
+			return err
 		}
-		all = append(all, infos...)
 	}
-	return all, nil
-}
-
-func (w *dedupWriter) abort() {
-	w.kept.Abort()
-	w.removed.Abort()
+	return nil
 }

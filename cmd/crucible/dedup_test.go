@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -320,5 +321,153 @@ func TestDedupPhaseBreakdown(t *testing.T) {
 	}
 	if m.Counts["rows"] != 600 {
 		t.Errorf("manifest rows %d", m.Counts["rows"])
+	}
+}
+
+// shardBytes totals the bytes of a committed output's shards.
+func shardBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	m, err := engine.ReadManifest(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, s := range m.Shards {
+		n += s.Bytes
+	}
+	return n
+}
+
+// `crucible dedup` runs through engine.Runner.RunOne: its manifest has a
+// config hash and every --in file's sha256; a second identical run skips
+// (manifest bytes and shards untouched, no summary of work); a changed
+// input file, a changed flag (--threshold, --compression, --keep-signatures,
+// --on-duplicate-id) or --force runs it again.
+func TestDedupSkipsWhenCurrent(t *testing.T) {
+	dir := t.TempDir()
+	inDir := filepath.Join(dir, "in")
+	os.MkdirAll(inDir, 0o755)
+	a, b := filepath.Join(inDir, "a.jsonl"), filepath.Join(inDir, "b.jsonl")
+	writeSynthCorpus(t, a, 150)
+	os.WriteFile(b, []byte(`{"id":"extra-1","n":1,"lang":"l1","text":"a row of the second file that looks like no other row here"}`+"\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	args := []string{"dedup", "--no-progress", "--in", inDir, "--id-field", "id", "--text-field", "text", "--out", out}
+	const work = "phases (wall s)" // printed only by a run that did the work
+	expectRun(t, out, "ran", "dedup: 151 rows", args...)
+
+	m, err := engine.ReadManifest(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ConfigHash == "" || m.Type != "dedup" {
+		t.Errorf("manifest: type %q, config hash %q; want dedup with a config hash", m.Type, m.ConfigHash)
+	}
+	if len(m.Inputs) != 2 {
+		t.Fatalf("manifest inputs %+v, want a.jsonl and b.jsonl", m.Inputs)
+	}
+	for i, p := range []string{a, b} {
+		sha, _ := engine.HashFile(p)
+		if in := m.Inputs[i]; in.Kind != "file" || filepath.Base(in.Path) != filepath.Base(p) || in.SHA256 != sha {
+			t.Errorf("manifest input %d is %+v, want %s with sha256 %s", i, in, p, sha)
+		}
+	}
+	for _, k := range []string{"total", "read", "sign", "index", "verify", "write"} {
+		if _, ok := m.Seconds[k]; !ok {
+			t.Errorf("manifest seconds lack %q: %v", k, m.Seconds)
+		}
+	}
+	if m.Counts["rows"] != 151 || m.Counts["kept"]+m.Counts["removed"] != 151 || m.Counts["removed"] == 0 {
+		t.Errorf("manifest counts %v", m.Counts)
+	}
+
+	expectRun(t, out, "skipped", work, args...)
+	expectRun(t, out, "ran", "dedup: 151 rows", append(args, "--force")...)
+	expectRun(t, out, "skipped", work, args...)
+	expectRun(t, out, "ran", "threshold 0.70", append(args, "--threshold", "0.7")...)
+	expectRun(t, out, "skipped", work, append(args, "--threshold", "0.7")...)
+	expectRun(t, out, "ran", "threshold 0.80", args...)
+	zstd := shardBytes(t, out)
+	expectRun(t, out, "ran", "dedup: 151 rows", append(args, "--compression", "none")...)
+	if none := shardBytes(t, out); none <= zstd {
+		t.Errorf("--compression none wrote %d bytes, zstd %d: the codec was not applied", none, zstd)
+	}
+	expectRun(t, out, "skipped", work, append(args, "--compression", "none")...)
+	expectRun(t, out, "ran", "dedup: 151 rows", append(args, "--compression-level", "3")...)
+	expectRun(t, out, "ran", "dedup: 151 rows", append(args, "--keep-signatures")...)
+	expectRun(t, out, "ran", "dedup: 151 rows", append(args, "--on-duplicate-id", "keep-first")...)
+	expectRun(t, out, "ran", "dedup: 151 rows", args...)
+	expectRun(t, out, "skipped", work, args...)
+	// A changed input file (the second one) runs it again.
+	os.WriteFile(b, []byte(`{"id":"extra-1","n":1,"lang":"l1","text":"a row of the second file that looks like no other row here"}`+"\n"+
+		`{"id":"extra-2","n":2,"lang":"l2","text":"and one more row, added after the first run"}`+"\n"), 0o644)
+	expectRun(t, out, "ran", "dedup: 152 rows", args...)
+	expectRun(t, out, "skipped", work, args...)
+	// A committed shard altered: the output is not current.
+	kept, _ := filepath.Glob(filepath.Join(out, "kept-*.parquet"))
+	f, _ := os.OpenFile(kept[0], os.O_APPEND|os.O_WRONLY, 0)
+	f.Write([]byte("x"))
+	f.Close()
+	expectRun(t, out, "ran", "dedup: 152 rows", args...)
+}
+
+// --keep-signatures output merged with --reuse-signatures into another
+// directory: the merge reads the first run's kept shards as raw inputs
+// (each hashed in its manifest), reuses their signatures, and skips when
+// run again; the first run redone by --force writes the same shards, so
+// the merge is still current.
+func TestDedupReuseSignaturesAcrossOutputs(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "corpus.jsonl")
+	writeSynthCorpus(t, in, 200)
+	d1, merged := filepath.Join(dir, "d1"), filepath.Join(dir, "merged")
+	common := []string{"dedup", "--no-progress", "--id-field", "id", "--text-field", "text"}
+	first := append(slices.Clone(common), "--in", in, "--keep-signatures", "--out", d1)
+	expectRun(t, d1, "ran", "dedup: 200 rows", first...)
+	m1, err := engine.ReadManifest(filepath.Join(d1, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keptN := m1.Counts["kept"]
+	merge := append(slices.Clone(common), "--in", filepath.Join(d1, "kept-*.parquet"), "--reuse-signatures", "--out", merged)
+	expectRun(t, merged, "ran", fmt.Sprintf("reused %d stored signatures", keptN), merge...)
+	m, err := engine.ReadManifest(filepath.Join(merged, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, _ := filepath.Glob(filepath.Join(d1, "kept-*.parquet"))
+	if len(m.Inputs) != len(kept) || len(kept) == 0 {
+		t.Fatalf("merge manifest inputs %+v, want the %d kept shards of d1", m.Inputs, len(kept))
+	}
+	for i, p := range kept {
+		if sha, _ := engine.HashFile(p); m.Inputs[i].SHA256 != sha {
+			t.Errorf("merge input %d: %+v, want %s hashed", i, m.Inputs[i], p)
+		}
+	}
+	if m.Counts["removed"] != 0 || m.Counts["rows"] != keptN {
+		t.Errorf("merge of one part's kept rows: counts %v, want %d rows, none removed", m.Counts, keptN)
+	}
+	expectRun(t, merged, "skipped", "phases (wall s)", merge...)
+	expectRun(t, d1, "ran", "dedup: 200 rows", append(first, "--force")...)
+	expectRun(t, merged, "skipped", "phases (wall s)", merge...)
+}
+
+// An input inside --out that the run would clear is refused (exit 2)
+// before anything is cleared, with a message naming the file and the
+// output directory; the earlier output stays committed.
+func TestDedupRefusesInputInOutput(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "corpus.jsonl")
+	writeSynthCorpus(t, in, 50)
+	out := filepath.Join(dir, "out")
+	args := []string{"dedup", "--no-progress", "--id-field", "id", "--text-field", "text", "--out", out}
+	expectRun(t, out, "ran", "dedup: 50 rows", append(args, "--in", in)...)
+	before := commitState(t, out)
+	stdout, err := runCLI(t, append(args, "--in", filepath.Join(out, "kept-*.parquet"), "--reuse-signatures")...)
+	kept := filepath.Join(out, "kept-00000.parquet")
+	if code := exitCode(context.Background(), err); code != exitUsage || !strings.Contains(err.Error(), kept) || !strings.Contains(err.Error(), "output directory") {
+		t.Fatalf("dedup --in out/kept-* --out out: exit %d (%v), want %d naming %s and the output directory\n%s", code, err, exitUsage, kept, stdout)
+	}
+	if after := commitState(t, out); after != before {
+		t.Error("the refused run changed the earlier output")
 	}
 }
