@@ -240,8 +240,13 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 		return fmt.Errorf("--in: %w", err)
 	}
 	o.In = in
+	// Where the spill files go and how many goroutines sign decide nothing
+	// in the output: left out of the fingerprint, so a machine with other
+	// cores (Workers defaults to them) or another --tmp finds it current.
+	fp := o.Config
+	fp.Workers, fp.TempDir = 0, ""
 	cfg := dedupStageConfig{IDField: o.IDField, TextFields: o.TextFields, OnDuplicateID: o.OnDupID, ReuseSignatures: o.Reuse,
-		KeepSignatures: o.KeepSigs, Dedup: o.Config, Compression: o.Writer.Compression, CompressionLevel: o.Writer.CompressionLevel}
+		KeepSignatures: o.KeepSigs, Dedup: fp, Compression: o.Writer.Compression, CompressionLevel: o.Writer.CompressionLevel}
 	var d dedupRun
 	stage := func(ctx context.Context, sc *engine.StageContext) error { return d.stage(ctx, sc, o, start) }
 	res, err := runCommandStage(ctx, o.Stdout, commandStage{Type: "dedup", Config: &cfg, Inputs: o.In, Out: o.Out, Force: o.Force,

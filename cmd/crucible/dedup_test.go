@@ -386,6 +386,8 @@ func TestDedupSkipsWhenCurrent(t *testing.T) {
 	expectRun(t, out, "ran", "threshold 0.70", append(args, "--threshold", "0.7")...)
 	expectRun(t, out, "skipped", work, append(args, "--threshold", "0.7")...)
 	expectRun(t, out, "ran", "threshold 0.80", args...)
+	// How many goroutines sign decides nothing in the output.
+	expectRun(t, out, "skipped", work, append(args, "--workers", "1")...)
 	zstd := shardBytes(t, out)
 	expectRun(t, out, "ran", "dedup: 151 rows", append(args, "--compression", "none")...)
 	if none := shardBytes(t, out); none <= zstd {
