@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -57,6 +58,9 @@ type DecontamCheckOptions struct {
 	Config  decontam.Config
 	Writer  engine.WriterOptions
 	Stdout  io.Writer
+	// Force runs the check (and --purify) even when the manifests in
+	// --out (and PDIR) are current with the inputs and flags.
+	Force bool
 }
 
 func newDecontamCmd() *cobra.Command {
@@ -241,6 +245,16 @@ directories as 'crucible dedup --in' does.
 codec of every Parquet file written (matches and --purify); the default,
 zstd level 1, is the one 'crucible dedup --help' measures.
 
+The check runs as a one-stage pipeline with its output in --out (and the
+purify as a second one in PDIR, reading the check's committed output): a
+rerun on the same corpus, benchmark and index files with the same flags
+finds the manifests current and skips (exit code still 6 when the skipped
+check had found contamination); --force runs them anyway. Besides the
+matches, --out holds contaminated_rows-*.parquet (row: the contaminated
+corpus row's place among all --corpus rows, corpus_id, benchmark_id,
+method, score; one row per contaminated match, --corpus only), which
+--purify reads.
+
 Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output not writable.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -260,6 +274,7 @@ Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output n
 	f.StringVar(&o.Purify, "purify", "", "also write the corpus minus its contaminated rows to this directory (kept-*.parquet, removed-*.parquet, manifest.json; --corpus only)")
 	f.IntVar(&o.Workers, "workers", o.Workers, "matching workers")
 	f.StringSliceVar(&o.Methods, "method", []string{methodAuto}, "lexical | behavioural | all | auto (repeatable or comma list): auto is lexical plus behavioural where a --benchmark file carries executable RTL harnesses and Icarus and Yosys are here (else a note on stderr)")
+	f.BoolVar(&o.Force, "force", false, "check (and purify) even when the manifests in --out (and --purify) are current")
 	addDecontamConfigFlags(c, &o.Config)
 	addCompressionFlags(c, &o.Writer)
 	_ = c.MarkFlagRequired("benchmark")
@@ -270,6 +285,80 @@ Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output n
 // errContaminated is returned (with exit code 6) when a check finds
 // contamination at or above the threshold.
 var errContaminated = fmt.Errorf("contamination found")
+
+// The kinds `decontam check` writes in --out: the matches, and the
+// contaminated corpus rows by place, which --purify reads.
+const (
+	kindMatches    = "matches"
+	kindContamRows = "contaminated_rows"
+)
+
+// contamRow is one contaminated match of a --corpus check, with the place
+// of its corpus row among all corpus rows (files in order): what --purify
+// needs to tell rows apart that share an id.
+type contamRow struct {
+	Row         int64   `json:"row" arrow:"row"`
+	CorpusID    string  `json:"corpus_id" arrow:"corpus_id"`
+	BenchmarkID string  `json:"benchmark_id" arrow:"benchmark_id"`
+	Method      string  `json:"method" arrow:"method"`
+	Score       float64 `json:"score" arrow:"score"`
+}
+
+// decontamCheckConfig is everything the flags set that decides a check's
+// output: its fingerprint (the stage's config in the manifest's config
+// hash). --workers and --purify are not: they change neither the matches
+// nor their order.
+type decontamCheckConfig struct {
+	Corpus        []string        `yaml:"corpus,omitempty"`
+	CorpusIndex   string          `yaml:"corpus_index,omitempty"`
+	CorpusIDField string          `yaml:"corpus_id_field"`
+	CorpusFields  []string        `yaml:"corpus_fields"`
+	Benchmarks    []string        `yaml:"benchmarks"`
+	IDField       string          `yaml:"id_field"`
+	Fields        []string        `yaml:"fields"`
+	Methods       []string        `yaml:"methods"` // lexical, behavioural (must run), auto (where it can)
+	Match         decontam.Config `yaml:"match"`
+	Compression   string          `yaml:"compression"`
+	Level         int             `yaml:"compression_level"`
+}
+
+// checkRun is what a check's stage found when it ran in this process.
+type checkRun struct {
+	sums  []decontam.Summary
+	bsums []decontam.BehaviouralSummary
+	pin   *dedup.Input // the corpus opened for --purify (schema read)
+}
+
+// methodNames lists the parsed --method set, for the fingerprint.
+func (m checkMethods) names() []string {
+	var out []string
+	if m.lexical {
+		out = append(out, methodLexical)
+	}
+	if m.behavioural {
+		out = append(out, methodBehavioural)
+	}
+	if m.auto {
+		out = append(out, methodAuto)
+	}
+	return out
+}
+
+// behaviouralTools is where the tools a behavioural pass runs are found,
+// for the fingerprint of a check that may run one: under auto, a check
+// redone once Icarus or Yosys is installed (or moved) matches
+// behaviourally, so it must not skip as current.
+func behaviouralTools(m checkMethods) map[string]string {
+	if !m.behavioural && !m.auto {
+		return nil
+	}
+	tools := map[string]string{}
+	for _, t := range []string{"iverilog", "vvp", "yosys"} {
+		p, _ := exec.LookPath(t)
+		tools[t] = p
+	}
+	return tools
+}
 
 func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 	if o.Stdout == nil {
@@ -308,19 +397,12 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 		o.Corpus = corpus
 	}
 	inputs := append(slices.Clone(o.Corpus), o.Benchmarks...)
-	if p := engine.ClobberedInput(o.Out, []string{"manifest.json"}, []string{"matches"}, inputs); p != "" {
+	if p := engine.ClobberedInput(o.Out, []string{"manifest.json"}, []string{kindMatches, kindContamRows}, inputs); p != "" {
 		return fmt.Errorf("%w: input %s is in --out %s, whose output files would replace it; write to another directory", errUsage, p, o.Out)
 	}
+	// Refused before the check runs, not after it.
 	if p := engine.ClobberedInput(o.Purify, []string{purifyManifest}, []string{purifyKept, purifyRemoved}, inputs); o.Purify != "" && p != "" {
 		return fmt.Errorf("%w: input %s is in --purify %s, whose output files would replace it; write to another directory", errUsage, p, o.Purify)
-	}
-	var pin *dedup.Input
-	hits := contamRows{}
-	if o.Purify != "" {
-		var err error
-		if pin, err = openPurifyInput(ctx, o); err != nil {
-			return err
-		}
 	}
 	fields := o.Fields
 	if len(fields) == 0 {
@@ -330,122 +412,162 @@ func runDecontamCheck(ctx context.Context, o DecontamCheckOptions) error {
 	if len(cfields) == 0 {
 		cfields = defaultCorpusFields
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return fmt.Errorf("%w: %v", engine.ErrIO, err)
+	cfg := decontamCheckConfig{Corpus: o.Corpus, CorpusIndex: o.CorpusIndex, CorpusIDField: o.CorpusIDField, CorpusFields: cfields,
+		Benchmarks: o.Benchmarks, IDField: o.IDField, Fields: fields, Methods: methods.names(), Match: o.Config,
+		Compression: o.Writer.Compression, Level: o.Writer.CompressionLevel}
+	raw := slices.Clone(inputs)
+	if o.CorpusIndex != "" {
+		raw = append(raw, o.CorpusIndex)
 	}
-	if err := clearOutputs(o.Out, "matches"); err != nil {
-		return err
-	}
-	w, err := engine.NewShardWriter[decontam.Match](o.Out, "matches", "matches", o.Writer)
+	var got checkRun
+	res, err := runCommandStage(ctx, o.Stdout, commandStage{Name: "decontam", Type: "decontam_check", Config: &cfg, Inputs: raw,
+		Out: o.Out, Force: o.Force, Writer: o.Writer, Run: checkStage(o, methods, fields, cfields, &got),
+		Outputs: []string{kindMatches, kindContamRows}, Extra: map[string]any{"behavioural_tools": behaviouralTools(methods)}})
 	if err != nil {
 		return err
 	}
-	write := func(m decontam.Match) error { return w.Write(m) }
-	var sums []decontam.Summary
-	// One bar over every pass: each benchmark, and the corpus once per benchmark.
-	total := engine.InputBytes(o.Benchmarks) + int64(len(o.Benchmarks))*engine.InputBytes(o.Corpus)
-	ctx, done := readProgress(ctx, "decontam check", total)
-	defer done()
-	switch {
-	case !methods.lexical: // --method behavioural: no lexical pass
-	case o.CorpusIndex != "":
-		ix, err := decontam.Open(o.CorpusIndex)
-		if err != nil {
-			w.Abort()
+	if res.Status != "skipped" {
+		for _, s := range got.sums {
+			fmt.Fprint(o.Stdout, s.String())
+		}
+		for _, s := range got.bsums {
+			fmt.Fprint(o.Stdout, s.String())
+		}
+		fmt.Fprintf(o.Stdout, "matches: %s\n", o.Out)
+	}
+	if o.Purify != "" {
+		if err := runPurify(ctx, o, got.pin); err != nil {
 			return err
 		}
-		defer ix.Close()
-		if ix.Meta.Side != decontam.SideCorpus {
-			w.Abort()
-			return fmt.Errorf("%w: --corpus-index %s is a %s index", errUsage, o.CorpusIndex, ix.Meta.Side)
-		}
-		for _, b := range o.Benchmarks {
-			s, err := decontam.Check(ctx, ix, decontam.FileRecords{Paths: []string{b}, IDField: o.IDField, Fields: fields}, o.Workers, write)
-			if err != nil {
-				w.Abort()
-				return err
-			}
-			s.Benchmark = filepath.Base(b)
-			sums = append(sums, s)
-		}
-	default:
-		// Every benchmark is open at once so the corpus is read and each
-		// text analysed once for all of them (CheckRecordsAll).
-		corpus := decontam.FileRecords{Paths: o.Corpus, IDField: o.CorpusIDField, Fields: cfields}
-		var ixs []*decontam.Index
-		var cleanups []func()
-		closeAll := func() {
-			for _, c := range cleanups {
-				c()
-			}
-		}
-		for _, b := range o.Benchmarks {
-			ix, cleanup, err := decontam.OpenBenchmark(ctx, o.Config, decontam.BenchmarkSpec{Path: b, IDField: o.IDField, Fields: fields}, "")
-			if err != nil {
-				closeAll()
-				w.Abort()
-				return err
-			}
-			ixs, cleanups = append(ixs, ix), append(cleanups, cleanup)
-		}
-		s, err := decontam.CheckRecordsAll(ctx, ixs, corpus, o.Workers, func(_ int, row int64, m decontam.Match) error {
-			hits.add(row, m)
-			return write(m)
-		})
-		closeAll()
-		if err != nil {
-			w.Abort()
-			return err
-		}
-		sums = append(sums, s...)
 	}
-	// The progress bar covers the lexical passes; the behavioural one's
-	// reads are not metered (its time is simulation, reported in its summary).
-	bsums, err := runBehavioural(engine.WithReadMeter(ctx, nil), o, methods, o.Stderr, func(row int64, m decontam.Match) error {
-		hits.add(row, m)
-		return write(m)
-	})
-	if err != nil {
-		w.Abort()
-		return err
-	}
-	infos, err := w.Close()
-	if err != nil {
-		return err
-	}
-	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "decontam", Type: "decontam_check", Inputs: []engine.InputRef{},
-		Shards: infos, Counts: map[string]int64{}}
-	var contaminated int64
-	for _, s := range sums {
-		fmt.Fprint(o.Stdout, s.String())
-		m.Counts["matches."+s.Benchmark] = s.Matches
-		m.Counts["contaminated."+s.Benchmark] = s.Contaminated
-		contaminated += s.Contaminated
-	}
-	for _, s := range bsums {
-		fmt.Fprint(o.Stdout, s.String())
-		for k, v := range s.Counts(true) {
-			m.Counts["behavioural."+k+"."+s.Benchmark] = v
-		}
-		contaminated += s.Matches
-		sums = append(sums, behaviouralAsSummary(s, o.Config))
-	}
-	if err := decontam.WriteRunRecord(o.Out, decontam.NewRunRecord(sums)); err != nil { // for decontam rescore
-		return err
-	}
-	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Stdout, "matches: %s\n", o.Out)
-	if pin != nil {
-		kept, removed, err := writePurified(engine.WithReadMeter(ctx, nil), pin, hits, o)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(o.Stdout, "purified corpus: %s (kept %d rows, removed %d contaminated)\n", o.Purify, kept, removed)
-	}
-	if contaminated > 0 {
-		return withCode(exitFindings, fmt.Errorf("%w: %d matches with score ≥ %.2f", errContaminated, contaminated, o.Config.Threshold))
+	if n := contaminatedCount(res.Counts); n > 0 {
+		return withCode(exitFindings, fmt.Errorf("%w: %d matches with score ≥ %.2f", errContaminated, n, o.Config.Threshold))
 	}
 	return nil
+}
+
+// contaminatedCount totals a check's (or a rescore's) manifest counts of
+// contaminated matches, lexical and behavioural: from the stage that ran,
+// or from the manifest of the one that was current and skipped, so a
+// skipped check exits as the check it stands for did.
+func contaminatedCount(counts map[string]int64) int64 {
+	var n int64
+	for k, v := range counts {
+		if strings.HasPrefix(k, "contaminated.") || strings.HasPrefix(k, "behavioural.matches.") {
+			n += v
+		}
+	}
+	return n
+}
+
+// checkStage is the check as a stage: it matches, writes the matches and
+// the contaminated rows through the runner's writers, counts per
+// benchmark, and writes decontam.json (for decontam rescore) before the
+// runner writes the manifest last.
+func checkStage(o DecontamCheckOptions, methods checkMethods, fields, cfields []string, got *checkRun) engine.StageFunc {
+	return func(ctx context.Context, sc *engine.StageContext) error {
+		if o.Purify != "" {
+			// The corpus schema is read (and a reserved column refused)
+			// before matching, so a bad input fails early.
+			pin, err := openPurifyInput(ctx, o)
+			if err != nil {
+				return err
+			}
+			got.pin = pin
+		}
+		w, err := engine.StageWriter[decontam.Match](sc, kindMatches)
+		if err != nil {
+			return err
+		}
+		hw, err := engine.StageWriter[contamRow](sc, kindContamRows)
+		if err != nil {
+			return err
+		}
+		write := func(m decontam.Match) error { return w.Write(m) }
+		// Against the corpus files, a match's row is its place among all
+		// corpus rows; against a corpus index there are no rows to place.
+		hit := func(row int64, m decontam.Match) error {
+			if m.Contaminated && o.CorpusIndex == "" {
+				if err := hw.Write(contamRow{Row: row, CorpusID: m.CorpusID, BenchmarkID: m.BenchmarkID, Method: m.Method, Score: m.Score}); err != nil {
+					return err
+				}
+			}
+			return write(m)
+		}
+		var sums []decontam.Summary
+		// One bar over every pass: each benchmark, and the corpus once per benchmark.
+		total := engine.InputBytes(o.Benchmarks) + int64(len(o.Benchmarks))*engine.InputBytes(o.Corpus)
+		ctx, done := readProgress(ctx, "decontam check", total)
+		defer done()
+		switch {
+		case !methods.lexical: // --method behavioural: no lexical pass
+		case o.CorpusIndex != "":
+			ix, err := decontam.Open(o.CorpusIndex)
+			if err != nil {
+				return err
+			}
+			defer ix.Close()
+			if ix.Meta.Side != decontam.SideCorpus {
+				return fmt.Errorf("%w: --corpus-index %s is a %s index", errUsage, o.CorpusIndex, ix.Meta.Side)
+			}
+			for _, b := range o.Benchmarks {
+				s, err := decontam.Check(ctx, ix, decontam.FileRecords{Paths: []string{b}, IDField: o.IDField, Fields: fields}, o.Workers, write)
+				if err != nil {
+					return err
+				}
+				s.Benchmark = filepath.Base(b)
+				sums = append(sums, s)
+			}
+		default:
+			// Every benchmark is open at once so the corpus is read and each
+			// text analysed once for all of them (CheckRecordsAll).
+			corpus := decontam.FileRecords{Paths: o.Corpus, IDField: o.CorpusIDField, Fields: cfields}
+			var ixs []*decontam.Index
+			var cleanups []func()
+			closeAll := func() {
+				for _, c := range cleanups {
+					c()
+				}
+			}
+			for _, b := range o.Benchmarks {
+				ix, cleanup, err := decontam.OpenBenchmark(ctx, o.Config, decontam.BenchmarkSpec{Path: b, IDField: o.IDField, Fields: fields}, "")
+				if err != nil {
+					closeAll()
+					return err
+				}
+				ixs, cleanups = append(ixs, ix), append(cleanups, cleanup)
+			}
+			s, err := decontam.CheckRecordsAll(ctx, ixs, corpus, o.Workers, func(_ int, row int64, m decontam.Match) error { return hit(row, m) })
+			closeAll()
+			if err != nil {
+				return err
+			}
+			sums = append(sums, s...)
+		}
+		// The progress bar covers the lexical passes; the behavioural one's
+		// reads are not metered (its time is simulation, reported in its summary).
+		bsums, err := runBehavioural(engine.WithReadMeter(ctx, nil), o, methods, o.Stderr, hit)
+		if err != nil {
+			return err
+		}
+		for _, s := range sums {
+			sc.Count("matches."+s.Benchmark, s.Matches)
+			sc.Count("contaminated."+s.Benchmark, s.Contaminated)
+		}
+		for _, s := range bsums {
+			// The wall time goes to the manifest's seconds, which its
+			// content hash leaves out: a rerun with the same verdicts
+			// leaves --purify (and any reader of the check) current.
+			for k, v := range s.Counts(false) {
+				sc.Count("behavioural."+k+"."+s.Benchmark, v)
+			}
+			sc.Timing("behavioural."+s.Benchmark, s.Wall.Seconds())
+		}
+		got.sums, got.bsums = sums, bsums
+		all := slices.Clone(sums)
+		for _, s := range bsums {
+			all = append(all, behaviouralAsSummary(s, o.Config))
+		}
+		return decontam.WriteRunRecord(sc.Dir, decontam.NewRunRecord(all)) // for decontam rescore
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/crucible-data/crucible/decontam"
 	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
 )
@@ -43,20 +42,72 @@ type contamHit struct {
 // contaminated row.
 type contamRows map[int64]*contamHit
 
-func (c contamRows) add(row int64, m decontam.Match) {
-	if !m.Contaminated {
-		return
-	}
-	h := c[row]
+func (c contamRows) add(r contamRow) {
+	h := c[r.Row]
 	if h == nil {
-		h = &contamHit{id: m.CorpusID, method: m.Method, score: m.Score}
-		c[row] = h
-	} else if m.Score > h.score {
-		h.method, h.score = m.Method, m.Score
+		h = &contamHit{id: r.CorpusID, method: r.Method, score: r.Score}
+		c[r.Row] = h
+	} else if r.Score > h.score {
+		h.method, h.score = r.Method, r.Score
 	}
-	if !slices.Contains(h.benchmarks, m.BenchmarkID) {
-		h.benchmarks = append(h.benchmarks, m.BenchmarkID)
+	if !slices.Contains(h.benchmarks, r.BenchmarkID) {
+		h.benchmarks = append(h.benchmarks, r.BenchmarkID)
 	}
+}
+
+// decontamPurifyConfig is what the flags set that decides the purified
+// corpus beyond its inputs (the corpus files, the check's committed
+// output): its fingerprint.
+type decontamPurifyConfig struct {
+	Corpus        []string `yaml:"corpus"`
+	CorpusIDField string   `yaml:"corpus_id_field"`
+	Compression   string   `yaml:"compression"`
+	Level         int      `yaml:"compression_level"`
+}
+
+// runPurify writes --purify PDIR as a one-stage run of its own: it reads
+// the check's committed output in --out (the contaminated rows by place;
+// its manifest is the fingerprint of the matching) and the corpus files,
+// so a rerun with the check and the corpus unchanged skips, and a changed
+// check (another threshold, benchmark or corpus) writes it again. pin is
+// the corpus the check opened when it ran (nil: opened here).
+func runPurify(ctx context.Context, o DecontamCheckOptions, pin *dedup.Input) error {
+	cfg := decontamPurifyConfig{Corpus: o.Corpus, CorpusIDField: o.CorpusIDField, Compression: o.Writer.Compression, Level: o.Writer.CompressionLevel}
+	var kept, removed int64
+	run := func(ctx context.Context, sc *engine.StageContext) error {
+		in := pin
+		if in == nil {
+			var err error
+			if in, err = openPurifyInput(ctx, o); err != nil {
+				return err
+			}
+		}
+		rows, err := engine.ReadInputs[contamRow](sc, kindContamRows)
+		if err != nil {
+			return err
+		}
+		hits := contamRows{}
+		for _, r := range rows {
+			hits.add(r)
+		}
+		// The second read of the corpus is not metered: the bar drew the
+		// matching pass.
+		if kept, removed, err = writePurified(engine.WithReadMeter(ctx, nil), sc, in, hits, o); err != nil {
+			return err
+		}
+		sc.Count("rows", kept+removed)
+		sc.Count("kept", kept)
+		sc.Count("removed", removed)
+		return nil
+	}
+	res, err := runCommandStage(ctx, o.Stdout, commandStage{Name: "decontam_purify", Type: purifyManifestTy, Config: &cfg,
+		Inputs: o.Corpus, From: []string{o.Out}, Out: o.Purify, Force: o.Force, Writer: o.Writer, Run: run,
+		Outputs: []string{purifyKept, purifyRemoved}})
+	if err != nil || res.Status == "skipped" {
+		return err
+	}
+	fmt.Fprintf(o.Stdout, "purified corpus: %s (kept %d rows, removed %d contaminated)\n", o.Purify, kept, removed)
+	return nil
 }
 
 // openPurifyInput reads the corpus schema (before matching, so a bad input
@@ -81,15 +132,11 @@ func samePath(a, b string) bool {
 	return err1 == nil && err2 == nil && aa == bb
 }
 
-// writePurified streams the corpus again and writes DIR/kept-*.parquet (the
-// rows not in hits, unchanged) and DIR/removed-*.parquet (the rows in hits,
-// unchanged, then the _decontam_ columns), then DIR/manifest.json last.
-func writePurified(ctx context.Context, in *dedup.Input, hits contamRows, o DecontamCheckOptions) (kept, removed int64, err error) {
-	release, err := engine.PrepareOutput(ctx, o.Purify, []string{purifyManifest}, purifyKept, purifyRemoved)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer release()
+// writePurified streams the corpus again and writes the stage's
+// kept-*.parquet (the rows not in hits, unchanged) and removed-*.parquet
+// (the rows in hits, unchanged, then the _decontam_ columns); the runner
+// commits them and writes PDIR/manifest.json last.
+func writePurified(ctx context.Context, sc *engine.StageContext, in *dedup.Input, hits contamRows, o DecontamCheckOptions) (kept, removed int64, err error) {
 	mem := o.Writer.Allocator
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -100,16 +147,14 @@ func writePurified(ctx context.Context, in *dedup.Input, hits contamRows, o Deco
 		{Name: colDecScore, Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	}
 	remSchema := arrow.NewSchema(append(slices.Clone(in.Schema.Fields()), extra...), nil)
-	kw, err := engine.NewRecordShardWriter(o.Purify, purifyKept, purifyKept, in.Schema, o.Writer)
+	kw, err := engine.StageRecordWriter(sc, purifyKept, in.Schema)
 	if err != nil {
 		return 0, 0, err
 	}
-	rw, err := engine.NewRecordShardWriter(o.Purify, purifyRemoved, purifyRemoved, remSchema, o.Writer)
+	rw, err := engine.StageRecordWriter(sc, purifyRemoved, remSchema)
 	if err != nil {
-		kw.Abort()
 		return 0, 0, err
 	}
-	abort := func() { kw.Abort(); rw.Abort() }
 	eb := array.NewRecordBuilder(mem, arrow.NewSchema(extra, nil))
 	defer eb.Release()
 	var row int64 // place among all corpus rows
@@ -150,31 +195,10 @@ func writePurified(ctx context.Context, in *dedup.Input, hits contamRows, o Deco
 			engine.ErrInput, row, maxKey(hits)+1)
 	}
 	if err != nil {
-		abort()
 		return 0, 0, err
-	}
-	var shards []engine.ShardInfo
-	for _, w := range []*engine.ShardWriter[arrow.RecordBatch]{kw, rw} {
-		infos, err := w.Close()
-		if err != nil {
-			abort()
-			return 0, 0, err
-		}
-		shards = append(shards, infos...)
 	}
 	removed = int64(len(hits))
-	kept = row - removed
-	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "decontam", Type: purifyManifestTy, Inputs: []engine.InputRef{},
-		Shards: shards, Counts: map[string]int64{"rows": row, "kept": kept, "removed": removed}}
-	for _, p := range in.Paths {
-		if h, err := engine.HashFile(p); err == nil {
-			m.Inputs = append(m.Inputs, engine.InputRef{Kind: "file", Path: p, SHA256: h})
-		}
-	}
-	if err := engine.WriteManifest(o.Purify, purifyManifest, m); err != nil {
-		return 0, 0, err
-	}
-	return kept, removed, nil
+	return row - removed, removed, nil
 }
 
 func maxKey(h contamRows) int64 {

@@ -21,6 +21,7 @@ type DecontamRescoreOptions struct {
 	Out       string // optional: the match set filtered to score ≥ Threshold
 	Writer    engine.WriterOptions
 	Stdout    io.Writer
+	Force     bool // rescore into --out even when its manifest there is current
 }
 
 func newDecontamRescoreCmd() *cobra.Command {
@@ -38,7 +39,11 @@ fresh check at --threshold T would. A T below the floor is a usage error
 
 With --out DIR2, the matches scoring ≥ T are written there (matches-*.parquet,
 contaminated set, decontam.json with floor T, manifest.json last), so DIR2
-can itself be rescored from T up.
+can itself be rescored from T up. That write runs as a one-stage pipeline
+reading DIR (its manifest and decontam.json are the fingerprint): a rerun
+with DIR and T unchanged finds DIR2's manifest current and skips (exit
+code still 6 when the skipped rescore had found contamination); --force
+writes it anyway. Without --out nothing is written.
 
 Exit codes: 0 no match ≥ T, 6 contamination found, 2 bad flags or T below
 the floor, 3 DIR unreadable or not a check output, 4 DIR2 not writable.`,
@@ -53,130 +58,170 @@ the floor, 3 DIR unreadable or not a check output, 4 DIR2 not writable.`,
 	}
 	c.Flags().Float64Var(&o.Threshold, "threshold", 0, "score at or above which a match is contamination (required; not below the check's report_min)")
 	c.Flags().StringVar(&o.Out, "out", "", "write the matches scoring ≥ --threshold to this directory")
+	c.Flags().BoolVar(&o.Force, "force", false, "with --out: rescore even when the manifest in --out is current")
 	return c
 }
+
+// decontamRescoreConfig is what decides a rescored match set beyond its
+// input (the check output's manifest and decontam.json): its fingerprint.
+type decontamRescoreConfig struct {
+	Threshold   float64 `yaml:"threshold"`
+	Compression string  `yaml:"compression"`
+	Level       int     `yaml:"compression_level"`
+}
+
+// The manifest types a match set that rescore reads has: a check's, and a
+// rescored one's (which can be rescored again from its floor up).
+const (
+	checkManifestTy   = "decontam_check"
+	rescoreManifestTy = "decontam_rescore"
+)
 
 func runDecontamRescore(ctx context.Context, o DecontamRescoreOptions) error {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
 	}
-	if o.Out != "" {
-		a, _ := filepath.Abs(o.Out)
-		b, _ := filepath.Abs(o.Dir)
-		if a == b {
-			return fmt.Errorf("%w: --out %s is the match set being rescored", errUsage, o.Out)
-		}
+	if o.Out != "" && samePath(o.Out, o.Dir) {
+		return fmt.Errorf("%w: --out %s is the match set being rescored", errUsage, o.Out)
 	}
 	mpath := filepath.Join(o.Dir, "manifest.json")
 	man, err := engine.ReadManifest(mpath)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v (not a complete decontam check output)", engine.ErrInput, mpath, err)
 	}
-	if man.Type != "decontam_check" {
-		return fmt.Errorf("%w: %s: type %q, want decontam_check", engine.ErrInput, mpath, man.Type)
+	if man.Type != checkManifestTy && man.Type != rescoreManifestTy {
+		return fmt.Errorf("%w: %s: type %q, want %s or %s", engine.ErrInput, mpath, man.Type, checkManifestTy, rescoreManifestTy)
 	}
 	rec, err := decontam.ReadRunRecord(o.Dir)
 	if err != nil {
 		return err
 	}
-	rs, err := rec.NewRescore(o.Threshold)
-	if err != nil {
+	// A threshold below the floor is refused here, before any reading.
+	if _, err := rec.NewRescore(o.Threshold); err != nil {
 		return err
 	}
-	var w *engine.ShardWriter[decontam.Match]
-	if o.Out != "" {
-		if err := os.MkdirAll(o.Out, 0o755); err != nil {
-			return fmt.Errorf("%w: %v", engine.ErrIO, err)
+	if o.Out == "" {
+		// Nothing is written: the match set is read and summarised only,
+		// so there is nothing to commit (and nothing to skip).
+		var shards []string
+		var rows []int64
+		for _, sh := range man.Shards {
+			if sh.Kind == kindMatches {
+				shards, rows = append(shards, filepath.Join(o.Dir, sh.Path)), append(rows, sh.Rows)
+			}
 		}
-		if err := clearOutputs(o.Out, "matches"); err != nil {
+		sums, err := rescoreMatches(ctx, rec, o.Threshold, shards, rows, mpath, nil)
+		if err != nil {
 			return err
 		}
-		if w, err = engine.NewShardWriter[decontam.Match](o.Out, "matches", "matches", o.Writer); err != nil {
+		return printRescore(o, sums)
+	}
+	var sums []decontam.Summary
+	run := func(ctx context.Context, sc *engine.StageContext) error {
+		w, err := engine.StageWriter[decontam.Match](sc, kindMatches)
+		if err != nil {
 			return err
 		}
-	}
-	abort := func(err error) error {
-		if w != nil {
-			w.Abort()
+		var shards []string
+		var rows []int64
+		for _, in := range sc.Inputs(kindMatches) {
+			shards, rows = append(shards, in.Path), append(rows, in.Rows)
 		}
-		return err
-	}
-	kept := make([]int64, len(rec.Benchmarks))
-	for _, sh := range man.Shards {
-		if sh.Kind != "matches" {
-			continue
-		}
-		p := filepath.Join(o.Dir, sh.Path)
-		r, err := engine.OpenParquet[decontam.Match](ctx, p, nil)
-		if err != nil {
-			return abort(err)
-		}
-		row := int64(0)
-		for {
-			rows, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				r.Close()
-				return abort(err)
-			}
-			for _, m := range rows {
-				row++
-				m, ok, err := rs.Add(m, fmt.Sprintf("%s row %d", p, row))
-				if err != nil {
-					r.Close()
-					return abort(err)
-				}
-				if ok && w != nil {
-					if err := w.Write(m); err != nil {
-						r.Close()
-						return abort(err)
-					}
-				}
-			}
-		}
-		r.Close()
-		if row != sh.Rows {
-			return abort(fmt.Errorf("%w: %s: %d rows, %s says %d", engine.ErrInput, p, row, mpath, sh.Rows))
-		}
-	}
-	sums, err := rs.Summaries()
-	if err != nil {
-		return abort(err)
-	}
-	var contaminated int64
-	for i, s := range sums {
-		fmt.Fprint(o.Stdout, s.String())
-		kept[i] = s.Contaminated
-		contaminated += s.Contaminated
-	}
-	if w != nil {
-		infos, err := w.Close()
-		if err != nil {
+		if sums, err = rescoreMatches(ctx, rec, o.Threshold, shards, rows, mpath, w); err != nil {
 			return err
 		}
 		out := decontam.NewRunRecord(sums)
 		out.Floor = o.Threshold
 		for i := range out.Benchmarks {
-			out.Benchmarks[i].Matches = kept[i]
+			out.Benchmarks[i].Matches = sums[i].Contaminated
 		}
-		m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "decontam", Type: "decontam_check",
-			Inputs: []engine.InputRef{}, Shards: infos, Counts: map[string]int64{}}
 		for _, s := range sums {
-			m.Counts["matches."+s.Benchmark] = s.Contaminated
-			m.Counts["contaminated."+s.Benchmark] = s.Contaminated
+			sc.Count("matches."+s.Benchmark, s.Contaminated)
+			sc.Count("contaminated."+s.Benchmark, s.Contaminated)
 		}
-		if err := decontam.WriteRunRecord(o.Out, out); err != nil {
-			return err
+		return decontam.WriteRunRecord(sc.Dir, out)
+	}
+	cfg := decontamRescoreConfig{Threshold: o.Threshold, Compression: o.Writer.Compression, Level: o.Writer.CompressionLevel}
+	// The match set's manifest fingerprints its shards; decontam.json,
+	// beside it, is an input file of its own.
+	res, err := runCommandStage(ctx, o.Stdout, commandStage{Name: "decontam_rescore", Type: rescoreManifestTy, Config: &cfg,
+		Inputs: []string{filepath.Join(o.Dir, decontam.RunFile)}, From: []string{o.Dir}, Out: o.Out, Force: o.Force,
+		Writer: o.Writer, Run: run, Outputs: []string{kindMatches}})
+	if err != nil {
+		return err
+	}
+	if res.Status == "skipped" {
+		if n := contaminatedCount(res.Counts); n > 0 {
+			return withCode(exitFindings, fmt.Errorf("%w: %d matches with score ≥ %.2f", errContaminated, n, o.Threshold))
 		}
-		if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
-			return err
-		}
+		return nil
+	}
+	return printRescore(o, sums)
+}
+
+// printRescore prints a rescore's summaries (and where its matches went)
+// and returns its exit: 6 when a match scores ≥ the threshold.
+func printRescore(o DecontamRescoreOptions, sums []decontam.Summary) error {
+	var contaminated int64
+	for _, s := range sums {
+		fmt.Fprint(o.Stdout, s.String())
+		contaminated += s.Contaminated
+	}
+	if o.Out != "" {
 		fmt.Fprintf(o.Stdout, "matches ≥ %.2f: %s\n", o.Threshold, o.Out)
 	}
 	if contaminated > 0 {
 		return withCode(exitFindings, fmt.Errorf("%w: %d matches with score ≥ %.2f", errContaminated, contaminated, o.Threshold))
+	}
+	return nil
+}
+
+// rescoreMatches reads the match shards in order (rows: the row count
+// each manifest entry says), re-thresholds every match at threshold, and
+// hands those scoring at least that to w (nil: none written).
+func rescoreMatches(ctx context.Context, rec decontam.RunRecord, threshold float64, shards []string, rows []int64, mpath string, w *engine.ShardWriter[decontam.Match]) ([]decontam.Summary, error) {
+	rs, err := rec.NewRescore(threshold)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range shards {
+		if err := rescoreShard(ctx, rs, p, rows[i], mpath, w); err != nil {
+			return nil, err
+		}
+	}
+	return rs.Summaries()
+}
+
+func rescoreShard(ctx context.Context, rs *decontam.Rescore, p string, want int64, mpath string, w *engine.ShardWriter[decontam.Match]) error {
+	r, err := engine.OpenParquet[decontam.Match](ctx, p, nil)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	row := int64(0)
+	for {
+		rows, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		for _, m := range rows {
+			row++
+			m, ok, err := rs.Add(m, fmt.Sprintf("%s row %d", p, row))
+			if err != nil {
+				return err
+			}
+			if ok && w != nil {
+				if err := w.Write(m); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if row != want {
+		return fmt.Errorf("%w: %s: %d rows, %s says %d", engine.ErrInput, p, row, mpath, want)
 	}
 	return nil
 }
