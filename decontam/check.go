@@ -70,7 +70,7 @@ func BuildIndexWith(ctx context.Context, cfg Config, dir, name, side string, src
 		return IndexMeta{}, err
 	}
 	if opt.Designs != nil {
-		if b.designs, err = newDesignWriter(dir, *opt.Designs, &b.meta); err != nil {
+		if b.designs, err = newDesignWriter(b.tmp, *opt.Designs, &b.meta); err != nil {
 			os.RemoveAll(b.tmp)
 			return IndexMeta{}, err
 		}

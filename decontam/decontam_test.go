@@ -2,8 +2,10 @@ package decontam
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -289,4 +291,55 @@ func TestDisguisedKernelBenchItemCaught(t *testing.T) {
 		}
 	}
 	t.Fatalf("renamed %s not caught; matches %+v", orig.ID, ms)
+}
+
+// An index build that fails before it finishes publishes nothing: every
+// file is built in a .build-* directory and renamed in only at Finish, with
+// meta.json last, and the next build into the directory clears the dead
+// build's directory and succeeds.
+func TestIndexBuildPublishesOnlyWhenComplete(t *testing.T) {
+	dir := t.TempDir()
+	cfg := DefaultConfig()
+	b, err := NewBuilder(cfg, dir, "bench", SideBenchmark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Add("p1", "text", "module m(input a, output y); assign y = ~a; endmodule"); err != nil {
+		t.Fatal(err)
+	}
+	// The build dies here (no Finish): what is in dir is its temp dir only.
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".build-") {
+			t.Fatalf("an unfinished build left %s in the index directory", e.Name())
+		}
+	}
+	b.entF.Close()
+	b.sigF.Close()
+	b2, err := NewBuilder(cfg, dir, "bench", SideBenchmark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b2.Add("p1", "text", "module m(input a, output y); assign y = ~a; endmodule"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b2.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	ents, _ = os.ReadDir(dir)
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	want := []string{entriesFile, gramsFile, metaFile, sigsFile}
+	slices.Sort(names)
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Fatalf("index directory holds %v, want %v (the dead build's directory removed)", names, want)
+	}
+	if ix, err := Open(dir); err != nil {
+		t.Fatalf("the finished index does not open: %v", err)
+	} else {
+		ix.Close()
+	}
 }

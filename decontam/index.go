@@ -223,6 +223,12 @@ func NewBuilder(cfg Config, dir, name, side string) (*Builder, error) {
 	if _, err := os.Stat(filepath.Join(dir, metaFile)); err == nil {
 		return nil, fmt.Errorf("%w: %s already holds an index", ErrConfig, dir)
 	}
+	// A .build-* directory is what a killed build left: nothing of it was
+	// published (every file is renamed into dir only once complete).
+	stale, _ := filepath.Glob(filepath.Join(dir, ".build-*"))
+	for _, d := range stale {
+		os.RemoveAll(d)
+	}
 	tmp, err := os.MkdirTemp(dir, ".build-*")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrIO, err)
@@ -235,7 +241,7 @@ func NewBuilder(cfg Config, dir, name, side string) (*Builder, error) {
 	if b.entF, err = os.Create(filepath.Join(tmp, entriesFile)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrIO, err)
 	}
-	if b.sigF, err = os.Create(filepath.Join(dir, sigsFile)); err != nil {
+	if b.sigF, err = os.Create(filepath.Join(tmp, sigsFile)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrIO, err)
 	}
 	b.entries = bufio.NewWriterSize(b.entF, 1<<20)
@@ -309,15 +315,18 @@ func (b *Builder) Add(id, field, text string) error {
 	return nil
 }
 
-// Finish merges the sorted runs into grams.bin and writes meta.json last,
-// so a directory with meta.json is a complete index.
+// Finish merges the sorted runs into grams.bin and publishes the index:
+// every file is built in the builder's temporary directory, fsynced and
+// renamed into the index directory, and meta.json is written last
+// (atomically), so a directory with meta.json is a complete index and a
+// killed build leaves none of its files behind as if they were one.
 func (b *Builder) Finish() error {
 	defer os.RemoveAll(b.tmp)
 	defer b.runs.Cleanup()
 	if err := errors.Join(b.entries.Flush(), b.entF.Close(), b.sigs.Flush(), b.sigF.Close()); err != nil {
 		return fmt.Errorf("%w: %v", ErrIO, err)
 	}
-	f, err := os.Create(filepath.Join(b.dir, gramsFile))
+	f, err := os.Create(filepath.Join(b.tmp, gramsFile))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrIO, err)
 	}
@@ -374,9 +383,47 @@ func (b *Builder) Finish() error {
 		b.meta.Lens = append(b.meta.Lens, l)
 	}
 	slices.Sort(b.meta.Lens)
+	published := []string{sigsFile, gramsFile, entriesFile}
+	if b.meta.Behavioural {
+		published = append(published, designsFile)
+	}
+	for _, name := range published {
+		if err := publish(filepath.Join(b.tmp, finalName(name)), filepath.Join(b.dir, name)); err != nil {
+			return err
+		}
+	}
 	meta, _ := json.MarshalIndent(b.meta, "", "  ")
-	if err := os.WriteFile(filepath.Join(b.dir, metaFile), meta, 0o644); err != nil {
+	return engine.WriteFileAtomic(filepath.Join(b.dir, metaFile), meta)
+}
+
+// finalName is a file's name in the build directory: entries.jsonl is
+// there twice, first without its common-gram counts.
+func finalName(name string) string {
+	if name == entriesFile {
+		return "final-" + name
+	}
+	return name
+}
+
+// publish fsyncs a finished file and renames it into the index directory
+// (fsynced too, so the rename survives a crash before meta.json does).
+func publish(src, dst string) error {
+	f, err := os.Open(src)
+	if err != nil {
 		return fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	err = errors.Join(f.Sync(), f.Close())
+	if err == nil {
+		err = os.Rename(src, dst)
+	}
+	if err == nil {
+		var d *os.File
+		if d, err = os.Open(filepath.Dir(dst)); err == nil {
+			err = errors.Join(d.Sync(), d.Close())
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: publish %s: %v", ErrIO, dst, err)
 	}
 	return nil
 }
@@ -390,7 +437,7 @@ func (b *Builder) rewriteEntries(common [][2]int32) error {
 		return fmt.Errorf("%w: %v", ErrIO, err)
 	}
 	defer in.Close()
-	f, err := os.Create(filepath.Join(b.dir, entriesFile))
+	f, err := os.Create(filepath.Join(b.tmp, finalName(entriesFile)))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrIO, err)
 	}

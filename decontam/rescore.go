@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/crucible-data/crucible/engine"
 )
 
 // RunFile is the name of the RunRecord `decontam check` writes beside its
@@ -56,10 +58,7 @@ func NewRunRecord(sums []Summary) RunRecord {
 // WriteRunRecord writes dir/decontam.json.
 func WriteRunRecord(dir string, r RunRecord) error {
 	b, _ := json.MarshalIndent(r, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, RunFile), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("%w: %v", ErrIO, err)
-	}
-	return nil
+	return engine.WriteFileAtomic(filepath.Join(dir, RunFile), append(b, '\n'))
 }
 
 // ReadRunRecord reads dir/decontam.json.
