@@ -107,5 +107,8 @@ func staleReason(dir string, sh Shard, want *Manifest, v *shardVerifier) (*Manif
 		}
 		return have, why
 	}
+	if why := unfinishedReason(have); why != "" {
+		return have, why
+	}
 	return have, ""
 }

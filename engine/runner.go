@@ -315,6 +315,10 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 		passedOn = sc.passedOn
 	}
 	want.Counts[CountYieldInput], want.Counts[CountYieldOutput], want.Counts[CountYieldRejected] = yieldCounts(sc.readRows(), written, passedOn)
+	if len(sc.unfinished) > 0 {
+		want.Counts[CountUnfinished] = int64(len(sc.unfinished))
+		log.Warn("stage committed unfinished; its next run runs it again", "reasons", sc.unfinished)
+	}
 	if err := WriteManifest(dir, ManifestName(sh), want); err != nil {
 		return nil, nil, err
 	}

@@ -246,6 +246,7 @@ type StageContext struct {
 	writerKinds []string
 	passedOn    int64
 	passedOnSet bool
+	unfinished  []string // Unfinished's reasons (engine/unfinished.go)
 }
 
 // WorkDir is the pipeline's work directory (the parent of every stage's

@@ -297,7 +297,7 @@ func TestPackedFileNamesOneScheme(t *testing.T) {
 	out := filepath.Join(dir, "packed")
 	cfg := pack.DefaultConfig()
 	cfg.SeqLen, cfg.Workers = 512, 4
-	cfg.ShardBytes = 64 << 10 // several files per writer
+	cfg.ShardBytes, cfg.RowGroupBytes = 8<<10, 4<<10 // several files (cut at row groups)
 	if err := runPack(context.Background(), PackOptions{In: []string{in}, Out: out, Stdout: &bytes.Buffer{}, Config: cfg}); err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestPackedFileNamesOneScheme(t *testing.T) {
 		}
 	}
 	if m.Counts["rows"] < 64 || len(packed) < 2 {
-		t.Fatalf("fixture too small for parallel writers: %d rows, %d files", m.Counts["rows"], len(packed))
+		t.Fatalf("fixture too small for several files: %d rows, %d files", m.Counts["rows"], len(packed))
 	}
 	for i, p := range packed {
 		if want := fmt.Sprintf("packed-%05d.parquet", i); p != want {

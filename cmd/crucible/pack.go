@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,20 +17,38 @@ import (
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/ops/pack"
+	"github.com/crucible-data/crucible/ops/pack/tokenizer"
 )
 
-// PackOptions are `crucible pack`'s flags.
+// PackOptions are `crucible pack`'s flags; Config is the pack stage's
+// config (defaults, then the flags given, then --set).
 type PackOptions struct {
 	In       []string
 	Out      string
 	Template string // YAML file with a pack.Template; empty: ChatML with <think>
+	Force    bool   // run even when the manifest in Out is current
 	Config   pack.Config
 	Writer   engine.WriterOptions // sizes come from Config; tests set WrapFile
 	Stdout   io.Writer
 }
 
+// packFlags keep the names and help texts `pack`'s flags had before they
+// were derived from pack.Config; the template is --template FILE.
+var packFlags = map[string]flagDoc{
+	"tokenizer":       {Help: "cl100k_base, o200k_base or a tokenizer.json path"},
+	"seq_len":         {Help: "packed row length B; longer samples are dropped"},
+	"layout":          {Help: "output layout: megatron|trl"},
+	"algorithm":       {Help: "packing: bfd (best-fit decreasing) | ffs (first-fit shuffle) | none"},
+	"seed":            {Help: "seed for tie order (bfd) and shuffle (ffs)"},
+	"workers":         {Help: "tokenising goroutines (0: all cores)"},
+	"template":        {Skip: true},
+	"row_group_bytes": {Help: "Parquet row group size in bytes (0: the engine default)"},
+	"shard_bytes":     {Help: "start a new packed file at this size in bytes (0: the engine default)"},
+}
+
 func newPackCmd() *cobra.Command {
 	o := PackOptions{Config: pack.DefaultConfig()}
+	var sf *stageFlags
 	c := &cobra.Command{
 		Use:   "pack --in PATH --out DIR [--tokenizer cl100k_base|o200k_base|PATH/tokenizer.json] [--seq-len 32768] [--layout megatron|trl]",
 		Short: "Render, tokenise and pack SFT trajectories into Parquet rows for training (samples over --seq-len are dropped, never truncated)",
@@ -37,10 +56,15 @@ func newPackCmd() *cobra.Command {
 (roles system, user, assistant, environment) from JSONL or Parquet, renders them with a chat
 template (default ChatML with <think>…</think> around reasoning; assistant turns trained, the
 rest masked), tokenises exactly, drops samples longer than --seq-len, packs them best-fit
-decreasing and writes packed-*.parquet, dropped-*.parquet, rejections-*.parquet and
-pack-manifest.json to --out. Check the result with 'crucible pack audit'.`,
+decreasing and writes packed-*.parquet, dropped-*.parquet, rejections-*.parquet,
+pack-manifest.json and manifest.json to --out. Check the result with 'crucible pack audit'.
+A re-run on the same inputs (files, --template and tokenizer file contents) with the same
+flags is skipped as up to date; --force runs it again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := sf.apply(); err != nil {
+				return err
+			}
 			o.Stdout = cmd.OutOrStdout()
 			return runPack(cmd.Context(), o)
 		},
@@ -48,19 +72,25 @@ pack-manifest.json to --out. Check the result with 'crucible pack audit'.`,
 	f := c.Flags()
 	f.StringSliceVar(&o.In, "in", nil, "trajectory file (JSONL or Parquet) or directory of them; repeatable (required)")
 	f.StringVar(&o.Out, "out", "", "output directory (required)")
-	f.StringVar(&o.Config.Tokenizer, "tokenizer", o.Config.Tokenizer, "cl100k_base, o200k_base or a tokenizer.json path")
-	f.IntVar(&o.Config.SeqLen, "seq-len", o.Config.SeqLen, "packed row length B; longer samples are dropped")
-	f.StringVar(&o.Config.Layout, "layout", o.Config.Layout, "output layout: megatron|trl")
-	f.StringVar(&o.Config.Algorithm, "algorithm", o.Config.Algorithm, "packing: bfd (best-fit decreasing) | ffs (first-fit shuffle) | none")
-	f.Uint64Var(&o.Config.Seed, "seed", o.Config.Seed, "seed for tie order (bfd) and shuffle (ffs)")
-	f.IntVar(&o.Config.Workers, "workers", 0, "tokenising goroutines (0: all cores)")
 	f.StringVar(&o.Template, "template", "", "chat template YAML (fields of pack.Template); default ChatML with <think>")
+	f.BoolVar(&o.Force, "force", false, "run even when the manifest in --out is current")
+	sf = bindStageFlags(f, &o.Config, packFlags)
 	_ = c.MarkFlagRequired("in")
 	_ = c.MarkFlagRequired("out")
 	c.AddCommand(newPackAuditCmd())
 	return c
 }
 
+// packExtra is what decides pack's output beyond its config: the
+// tokenizer file's content (a tokenizer.json path; a named encoding is
+// built in).
+type packExtra struct {
+	TokenizerSHA256 string `json:"tokenizer_sha256,omitempty"`
+}
+
+// runPack runs the pipeline's pack stage on the --in files: the --template
+// file's template is in its config (so a changed template runs it again),
+// the tokenizer file's hash is fingerprinted beside it.
 func runPack(ctx context.Context, o PackOptions) error {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
@@ -83,21 +113,59 @@ func runPack(ctx context.Context, o PackOptions) error {
 		}
 		cfg.Template = &tm
 	}
-	release, err := engine.PrepareOutput(ctx, o.Out, []string{"manifest.json", pack.ManifestFile},
-		pack.KindPacked, pack.KindDropped, pack.KindRejections)
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	defer release()
+	var extra packExtra
+	if cfg.Tokenizer != tokenizer.CL100KBase && cfg.Tokenizer != tokenizer.O200KBase {
+		if extra.TokenizerSHA256, err = engine.HashFile(cfg.Tokenizer); err != nil {
+			return fmt.Errorf("%w: --tokenizer: %v", engine.ErrConfig, err)
+		}
+	}
+	// The config's sizes decide the shard writer's (as they always did for
+	// the command); tests' WrapFile is kept.
+	w := o.Writer
+	if w.RowGroupBytes == 0 {
+		d := engine.DefaultWriterOptions()
+		d.WrapFile, d.Allocator = w.WrapFile, w.Allocator
+		if w.Compression != "" {
+			d.Compression, d.CompressionLevel = w.Compression, w.CompressionLevel
+		}
+		w = d
+	}
+	if cfg.RowGroupBytes > 0 {
+		w.RowGroupBytes = cfg.RowGroupBytes
+	}
+	if cfg.ShardBytes > 0 {
+		w.ShardBytes = cfg.ShardBytes
+	}
 	pack.TuneGC()
 	pctx, done := readProgress(ctx, "pack", engine.InputBytes(inputs))
-	m, err := pack.RunWithWriter(pctx, cfg, inputs, o.Out, o.Writer, slog.Default())
+	res, err := runCommandStage(pctx, o.Stdout, commandStage{Type: "pack", Config: &cfg, Inputs: inputs, Out: o.Out,
+		Force: o.Force, Writer: w, Extra: extra})
 	done()
+	if err != nil || res.Status == "skipped" {
+		return err
+	}
+	m, err := readPackManifest(o.Out)
 	if err != nil {
 		return err
 	}
 	printPackSummary(o.Stdout, m, o.Out)
 	return nil
+}
+
+// readPackManifest reads the pack manifest the stage wrote in dir.
+func readPackManifest(dir string) (*pack.Manifest, error) {
+	data, err := os.ReadFile(filepath.Join(dir, pack.ManifestFile))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", engine.ErrIO, err)
+	}
+	var m pack.Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", engine.ErrIO, pack.ManifestFile, err)
+	}
+	return &m, nil
 }
 
 // expandPackInputs turns directories into their *.jsonl and *.parquet files.

@@ -24,6 +24,7 @@ type SynthesizeOptions struct {
 	Items  string // item shards/JSONL, a taskdir folder (--preset taskdir) or a VerilogEval JSONL
 	Preset string
 	Out    string
+	Force  bool // run even when the manifest in Out is current
 	Config synth.StageConfig
 	Writer engine.WriterOptions
 	Stdout io.Writer
@@ -51,7 +52,9 @@ generator; unresolved, the trajectory ends unjudged.
 Every turn is appended to <out>/synth-journal.jsonl (fsynced) as it finishes:
 re-running the same command after a crash or interrupt resumes each trajectory
 from its last completed turn. Trajectories whose generator or world-model
-endpoint failed are "incomplete" and resumed by a re-run.
+endpoint failed are "incomplete" and resumed by a re-run. Once every trajectory
+is complete, a re-run on the same --items with the same flags is skipped as up
+to date; --force runs it again.
 
 Outputs in --out (Parquet + manifest.json): trajectories (pack-ready rows
 {id, domain, family, messages[role, content, reasoning]}, environment turns as
@@ -61,58 +64,56 @@ observation, from every real execution), world_model_corrections, chat_log; and
 synth-summary.json. The generator's API key comes from the environment variable
 named by generator.api_key_env (default OPENAI_API_KEY).`
 
+// synthesizeFlags keep the names and help texts `synthesize`'s flags had
+// before they were derived from synth.StageConfig; the world model (a
+// pointer, nil without one) has its own two flags, and the rest of its
+// block is --config or --set world_model.KEY.
+var synthesizeFlags = map[string]flagDoc{
+	"generator.base_url":    {Name: "generator-url", Help: "generator endpoint, e.g. http://localhost:8000/v1"},
+	"generator.model":       {Help: "generator model name"},
+	"generator.temperature": {Name: "temperature", Help: "generator sampling temperature"},
+	"rounds":                {Help: "K: turns per trajectory at most"},
+	"samples":               {Help: "trajectories per task"},
+	"concurrency":           {Help: "trajectories in flight at most"},
+	"real_limit":            {Help: "real-backend executions in flight at most"},
+	"world_fraction":        {Help: "share of trajectories run on the world model"},
+	"audit_fraction":        {Help: "share of world-model turns re-executed on the real backend"},
+	"replay_fraction":       {Help: "share of world-model trajectories replayed whole on the real backend"},
+	"fidelity_floor":        {Help: "audited accuracy below which a domain's world-model trajectories stop"},
+	"min_audits":            {Help: "audits a domain needs before the fidelity floor applies"},
+	"seed":                  {Help: "seed of backend choice and audit sampling"},
+	"simulator":             {Help: "RTL simulator: icarus | verilator"},
+	"cache_dir":             {Help: "persist RTL reference self-check results here"},
+	"world_model":           {Skip: true},
+}
+
 func newSynthesizeCmd() *cobra.Command {
-	o := SynthesizeOptions{Writer: engine.DefaultWriterOptions()}
-	var configFile string
-	d := synth.DefaultStageConfig()
-	var f struct {
-		genURL, genModel, wmURL, wmModel, sim, cacheDir      string
-		rounds, samples, conc, realLimit, minAudits          int
-		worldFrac, auditFrac, replayFrac, floor, temperature float64
-		seed                                                 uint64
-	}
+	o := SynthesizeOptions{Writer: engine.DefaultWriterOptions(), Config: synth.DefaultStageConfig()}
+	var sf *stageFlags
+	var wmURL, wmModel string
 	c := &cobra.Command{
 		Use:   "synthesize --items PATH --out DIR --generator-url URL --generator-model NAME [flags]",
 		Short: "Multi-turn generate -> verify -> feedback trajectories (real toolchains or an audited world model)",
 		Long:  synthesizeLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg := synth.DefaultStageConfig()
-			if configFile != "" {
-				if err := decodeYAMLFile(configFile, &cfg); err != nil {
-					return err
-				}
+			if err := sf.apply(); err != nil {
+				return err
 			}
 			fs := cmd.Flags()
-			set := func(name string, apply func()) {
-				if fs.Changed(name) {
-					apply()
-				}
-			}
-			set("generator-url", func() { cfg.Generator.BaseURL = f.genURL })
-			set("generator-model", func() { cfg.Generator.Model = f.genModel })
-			set("temperature", func() { cfg.Generator.Temperature = f.temperature })
 			if fs.Changed("world-model-url") || fs.Changed("world-model") {
-				if cfg.WorldModel == nil {
+				if o.Config.WorldModel == nil {
 					wm := textgen.DefaultChatConfig()
-					cfg.WorldModel = &wm
+					o.Config.WorldModel = &wm
 				}
-				set("world-model-url", func() { cfg.WorldModel.BaseURL = f.wmURL })
-				set("world-model", func() { cfg.WorldModel.Model = f.wmModel })
+				if fs.Changed("world-model-url") {
+					o.Config.WorldModel.BaseURL = wmURL
+				}
+				if fs.Changed("world-model") {
+					o.Config.WorldModel.Model = wmModel
+				}
 			}
-			set("rounds", func() { cfg.Rounds = f.rounds })
-			set("samples", func() { cfg.Samples = f.samples })
-			set("concurrency", func() { cfg.Concurrency = f.conc })
-			set("real-limit", func() { cfg.RealLimit = f.realLimit })
-			set("world-fraction", func() { cfg.WorldFraction = f.worldFrac })
-			set("audit-fraction", func() { cfg.AuditFraction = f.auditFrac })
-			set("replay-fraction", func() { cfg.ReplayFraction = f.replayFrac })
-			set("fidelity-floor", func() { cfg.FidelityFloor = f.floor })
-			set("min-audits", func() { cfg.MinAudits = f.minAudits })
-			set("seed", func() { cfg.Seed = f.seed })
-			set("simulator", func() { cfg.Simulator = f.sim })
-			set("cache-dir", func() { cfg.CacheDir = f.cacheDir })
-			o.Config, o.Stdout = cfg, cmd.OutOrStdout()
+			o.Stdout = cmd.OutOrStdout()
 			return runSynthesize(cmd.Context(), o)
 		},
 	}
@@ -120,29 +121,31 @@ func newSynthesizeCmd() *cobra.Command {
 	fl.StringVar(&o.Items, "items", "", "item shards directory, item JSONL/Parquet, a folder of task folders (--preset taskdir) or VerilogEval JSONL (required)")
 	fl.StringVar(&o.Preset, "preset", ingest.PresetItems, "layout of --items: items | taskdir | verilog-eval")
 	fl.StringVar(&o.Out, "out", "", "output directory (required); holds the journal a re-run resumes from")
-	fl.StringVar(&configFile, "config", "", "YAML file with the synthesize stage's config block; flags override it")
-	fl.StringVar(&f.genURL, "generator-url", "", "generator endpoint, e.g. http://localhost:8000/v1")
-	fl.StringVar(&f.genModel, "generator-model", "", "generator model name")
-	fl.Float64Var(&f.temperature, "temperature", 0, "generator sampling temperature")
-	fl.StringVar(&f.wmURL, "world-model-url", "", "world-model endpoint (enables the world-model backend)")
-	fl.StringVar(&f.wmModel, "world-model", "", "world-model model name")
-	fl.IntVar(&f.rounds, "rounds", d.Rounds, "K: turns per trajectory at most")
-	fl.IntVar(&f.samples, "samples", d.Samples, "trajectories per task")
-	fl.IntVar(&f.conc, "concurrency", d.Concurrency, "trajectories in flight at most")
-	fl.IntVar(&f.realLimit, "real-limit", d.RealLimit, "real-backend executions in flight at most")
-	fl.Float64Var(&f.worldFrac, "world-fraction", d.WorldFraction, "share of trajectories run on the world model")
-	fl.Float64Var(&f.auditFrac, "audit-fraction", d.AuditFraction, "share of world-model turns re-executed on the real backend")
-	fl.Float64Var(&f.replayFrac, "replay-fraction", d.ReplayFraction, "share of world-model trajectories replayed whole on the real backend")
-	fl.Float64Var(&f.floor, "fidelity-floor", d.FidelityFloor, "audited accuracy below which a domain's world-model trajectories stop")
-	fl.IntVar(&f.minAudits, "min-audits", d.MinAudits, "audits a domain needs before the fidelity floor applies")
-	fl.Uint64Var(&f.seed, "seed", d.Seed, "seed of backend choice and audit sampling")
-	fl.StringVar(&f.sim, "simulator", d.Simulator, "RTL simulator: icarus | verilator")
-	fl.StringVar(&f.cacheDir, "cache-dir", "", "persist RTL reference self-check results here")
+	fl.BoolVar(&o.Force, "force", false, "run even when the manifest in --out is current (the journal still resumes finished turns)")
+	fl.StringVar(&wmURL, "world-model-url", "", "world-model endpoint (enables the world-model backend)")
+	fl.StringVar(&wmModel, "world-model", "", "world-model model name")
+	sf = bindStageFlags(fl, &o.Config, synthesizeFlags).withConfigFile("YAML file with the synthesize stage's config block; flags override it")
 	_ = c.MarkFlagRequired("items")
 	_ = c.MarkFlagRequired("out")
 	return c
 }
 
+// synthesizeConfig is what decides synthesize's output: its manifest's
+// config hash.
+type synthesizeConfig struct {
+	synth.StageConfig `yaml:",inline"`
+	Preset            string `yaml:"preset"`
+}
+
+// synthesizeOutputs are the kinds `synthesize` commits; the journal, the
+// summary JSON and the plots are other files in --out.
+var synthesizeOutputs = []string{synth.KindPack, synth.KindRecords, synth.KindPairs, synth.KindCorrections, synth.KindChatLog}
+
+// runSynthesize runs the agent loop as a command stage: a rerun on the
+// same --items with the same flags skips, unless the last run left
+// trajectories incomplete (endpoint failures), which it resumes from the
+// journal. The summary JSON and the plots are written inside the stage,
+// before the runner commits the manifest.
 func runSynthesize(ctx context.Context, o SynthesizeOptions) error {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
@@ -156,79 +159,66 @@ func runSynthesize(ctx context.Context, o SynthesizeOptions) error {
 	if err := o.Config.Validate(); err != nil {
 		return withCode(exitUsage, err)
 	}
-	items, inputs, rejected, err := loadRTLItems(ctx, o.Items, o.Preset)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return fmt.Errorf("%w: %v", engine.ErrIO, err)
-	}
-	kinds := []string{synth.KindPack, synth.KindRecords, synth.KindPairs, synth.KindCorrections, synth.KindChatLog}
-	if err := clearOutputs(o.Out, kinds...); err != nil {
-		return err
-	}
-	chat, err := engine.NewShardWriter[textgen.ChatLog](o.Out, synth.KindChatLog, synth.KindChatLog, o.Writer)
-	if err != nil {
-		return err
-	}
-	defer chat.Abort()
-	var mu sync.Mutex // the generator's and the world model's clients share the writer
-	sink := func(l textgen.ChatLog) error { mu.Lock(); defer mu.Unlock(); return chat.Write(l) }
-	r, toolchain, closeFn, err := synth.Setup(o.Config, items, sink, o.Log)
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	defer closeFn()
-	res, err := r.Run(ctx, items, filepath.Join(o.Out, "synth-journal.jsonl"), toolchain)
-	if err != nil {
-		return err
-	}
-	w := synth.Writers{}
-	if w.Pack, err = engine.NewShardWriter[pack.Trajectory](o.Out, synth.KindPack, synth.KindPack, o.Writer); err != nil {
-		return err
-	}
-	defer w.Pack.Abort()
-	if w.Records, err = engine.NewShardWriter[synth.TrajectoryRecord](o.Out, synth.KindRecords, synth.KindRecords, o.Writer); err != nil {
-		return err
-	}
-	defer w.Records.Abort()
-	if w.Pairs, err = engine.NewShardWriter[synth.WorldModelPair](o.Out, synth.KindPairs, synth.KindPairs, o.Writer); err != nil {
-		return err
-	}
-	defer w.Pairs.Abort()
-	if w.Corrections, err = engine.NewShardWriter[synth.Correction](o.Out, synth.KindCorrections, synth.KindCorrections, o.Writer); err != nil {
-		return err
-	}
-	defer w.Corrections.Abort()
-	if err := w.Write(res); err != nil {
-		return err
-	}
-	var shards []engine.ShardInfo
-	for _, cl := range []interface {
-		Close() ([]engine.ShardInfo, error)
-	}{w.Pack, w.Records, w.Pairs, w.Corrections, chat} {
-		infos, err := cl.Close()
+	var (
+		res      *synth.Result
+		items    []engine.Item
+		rejected int64
+		plots    []string
+		counts   map[string]int64
+	)
+	run := func(ctx context.Context, sc *engine.StageContext) error {
+		var err error
+		if items, _, rejected, err = loadRTLItems(ctx, o.Items, o.Preset); err != nil {
+			return err
+		}
+		chat, err := engine.StageWriter[textgen.ChatLog](sc, synth.KindChatLog)
 		if err != nil {
 			return err
 		}
-		shards = append(shards, infos...)
-	}
-	counts := synth.SummaryCounts(res)
-	counts["items"], counts["items_rejected"] = int64(len(items)), rejected
-	refs, err := fileRefs(inputs)
-	if err != nil {
+		var mu sync.Mutex // the generator's and the world model's clients share the writer
+		sink := func(l textgen.ChatLog) error { mu.Lock(); defer mu.Unlock(); return chat.Write(l) }
+		r, toolchain, closeFn, err := synth.Setup(o.Config, items, sink, o.Log)
+		if err != nil {
+			return withCode(exitUsage, err)
+		}
+		defer closeFn()
+		if res, err = r.Run(ctx, items, filepath.Join(sc.Dir, "synth-journal.jsonl"), toolchain); err != nil {
+			return err
+		}
+		w := synth.Writers{}
+		if w.Pack, err = engine.StageWriter[pack.Trajectory](sc, synth.KindPack); err != nil {
+			return err
+		}
+		if w.Records, err = engine.StageWriter[synth.TrajectoryRecord](sc, synth.KindRecords); err != nil {
+			return err
+		}
+		if w.Pairs, err = engine.StageWriter[synth.WorldModelPair](sc, synth.KindPairs); err != nil {
+			return err
+		}
+		if w.Corrections, err = engine.StageWriter[synth.Correction](sc, synth.KindCorrections); err != nil {
+			return err
+		}
+		if err := w.Write(res); err != nil {
+			return err
+		}
+		counts = synth.SummaryCounts(res)
+		counts["items"], counts["items_rejected"] = int64(len(items)), rejected
+		for k, n := range counts {
+			sc.Count(k, n)
+		}
+		if n := counts["generator_failed"] + counts["world_model_failed"]; n > 0 {
+			sc.Unfinished(fmt.Sprintf("%d trajectories incomplete (endpoint failures)", n))
+		}
+		if err := synth.WriteSummary(sc.Dir, res.Summary); err != nil {
+			return err
+		}
+		plots, err = synth.WritePlots(sc.Dir, res.Summary, res.Trajectories)
 		return err
 	}
-	m := &engine.Manifest{Version: engine.ManifestVersion, Stage: "synthesize", Type: "synthesize", Inputs: refs,
-		Shards: shards, Counts: counts}
-	if err := engine.WriteManifest(o.Out, "manifest.json", m); err != nil {
-		return err
-	}
-	if err := synth.WriteSummary(o.Out, res.Summary); err != nil {
-		return err
-	}
-	plots, err := synth.WritePlots(o.Out, res.Summary, res.Trajectories)
-	if err != nil {
+	sr, err := runCommandStage(ctx, o.Stdout, commandStage{Name: "synthesize", Type: "synthesize",
+		Config: &synthesizeConfig{o.Config, o.Preset}, Inputs: []string{o.Items}, Out: o.Out, Force: o.Force,
+		Writer: o.Writer, Run: run, Outputs: synthesizeOutputs})
+	if err != nil || sr.Status == "skipped" {
 		return err
 	}
 	fmt.Fprintf(o.Stdout, "synthesized %d trajectories from %d items (%d rejected at ingest); %d pack rows, %d world-model pairs, %d corrections\n\n",
@@ -239,25 +229,4 @@ func runSynthesize(ctx context.Context, o SynthesizeOptions) error {
 	}
 	fmt.Fprintf(o.Stdout, "\noutputs: %s (plots: %d PNG files)\n", filepath.Clean(o.Out), len(plots))
 	return nil
-}
-
-// fileRefs are the manifest refs of a command's inputs: a directory (a task
-// folder) stands for every regular file under it; an input that cannot be
-// hashed is an error, never a ref silently left out.
-func fileRefs(paths []string) ([]engine.InputRef, error) {
-	refs := []engine.InputRef{}
-	for _, p := range paths {
-		files, err := engine.InputFiles(p)
-		if err != nil {
-			return nil, fmt.Errorf("%w: recording input %s in the manifest: %v", engine.ErrInput, p, err)
-		}
-		for _, f := range files {
-			h, err := engine.HashFile(f)
-			if err != nil {
-				return nil, fmt.Errorf("recording input %s in the manifest: %w", f, err)
-			}
-			refs = append(refs, engine.InputRef{Kind: "file", Path: f, SHA256: h})
-		}
-	}
-	return refs, nil
 }

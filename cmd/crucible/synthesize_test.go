@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,5 +184,184 @@ func TestSynthesizeFlagLayering(t *testing.T) {
 	// A flag fixes the file's value: the run gets as far as reading --items.
 	if err := run("--audit-fraction", "0.5"); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("want an --items error, got %v", err)
+	}
+}
+
+// copyTree copies the regular files under src to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755)
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// `crucible synthesize` commits through the runner: a run whose generator
+// endpoint failed is committed unfinished, so the same command runs again
+// (and resumes) instead of skipping; a finished run's identical rerun skips
+// (manifest unchanged, no request sent); a changed flag, a changed task
+// file or --force runs again; the manifest has a config hash and every file
+// of the task folders hashed.
+func TestSynthesizeRerunSkipsUnlessUnfinished(t *testing.T) {
+	if _, err := exec.LookPath("iverilog"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("iverilog not installed (scripts/setup.sh installs it)")
+		}
+		t.Skip("iverilog not installed; run scripts/setup.sh")
+	}
+	root := testenv.RepoRoot(t)
+	tmp := t.TempDir()
+	ctx := context.Background()
+	tasks, all := filepath.Join(tmp, "tasks"), filepath.Join(tmp, "all")
+	for i, name := range []string{"counter_gray4", "arbiter_fixed4", "counter_mod10_tc"} {
+		if i < 2 {
+			copyTree(t, filepath.Join(root, "examples/seeds/rtl", name), filepath.Join(tasks, name))
+		}
+		copyTree(t, filepath.Join(root, "examples/seeds/rtl", name), filepath.Join(all, name))
+	}
+	items, _, _, err := loadRTLItems(ctx, all, "taskdir")
+	if err != nil || len(items) != 3 {
+		t.Fatalf("%d items: %v", len(items), err)
+	}
+	script := synthScript(t, items)
+	var failing, requests atomic.Int64
+	failing.Store(1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if failing.Load() == 1 {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		script.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	out := filepath.Join(tmp, "synth")
+	cfg := synth.DefaultStageConfig()
+	cfg.Generator.BaseURL, cfg.Generator.Model, cfg.Generator.APIKeyEnv, cfg.Generator.Timeout = srv.URL, "scripted", "", 10*time.Second
+	cfg.Generator.Retries, cfg.Generator.Backoff = 0, time.Millisecond
+	cfg.RealLimit = 2
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	run := func(what string, o SynthesizeOptions) (string, []byte) {
+		t.Helper()
+		var stdout bytes.Buffer
+		o.Items, o.Preset, o.Out, o.Writer, o.Stdout, o.Log = tasks, "taskdir", out, engine.DefaultWriterOptions(), &stdout, quiet
+		if o.Config.Generator.BaseURL == "" {
+			o.Config = cfg
+		}
+		if err := runSynthesize(ctx, o); err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, stdout.String())
+		}
+		m, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stdout.String(), m
+	}
+	ran := func(what, stdout string) {
+		t.Helper()
+		if !strings.Contains(stdout, "synthesized ") || strings.Contains(stdout, "up to date") {
+			t.Fatalf("%s: want a run, got:\n%s", what, stdout)
+		}
+	}
+	manifest := func() *engine.Manifest {
+		t.Helper()
+		m, err := engine.ReadManifest(filepath.Join(out, "manifest.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+
+	// The generator fails: committed, but unfinished.
+	s, _ := run("failing endpoint", SynthesizeOptions{})
+	ran("failing endpoint", s)
+	if !strings.Contains(s, "re-run the same command to resume") || manifest().Counts[engine.CountUnfinished] != 1 {
+		t.Fatalf("a failed endpoint left no unfinished mark: counts %v\n%s", manifest().Counts, s)
+	}
+	for _, f := range []string{synth.SummaryFile, "synth-journal.jsonl"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	// The same command again resumes rather than skipping.
+	failing.Store(0)
+	s, finished := run("rerun after failures", SynthesizeOptions{})
+	ran("rerun after failures", s)
+	m := manifest()
+	if _, ok := m.Counts[engine.CountUnfinished]; ok || m.Counts["generator_failed"] != 0 || strings.Contains(s, "trajectories incomplete") {
+		t.Fatalf("the resumed run is still unfinished: counts %v\n%s", m.Counts, s)
+	}
+	if recs := selReadKind[synth.TrajectoryRecord](t, out, synth.KindRecords); len(recs) != 2 || recs[0].FinalVerdict != synth.VerdictPass || recs[1].FinalVerdict != synth.VerdictPass {
+		t.Fatalf("resumed trajectories: %+v", recs)
+	}
+	// The summary and plots are there, older than the manifest that commits them.
+	mst, _ := os.Stat(filepath.Join(out, "manifest.json"))
+	for _, f := range []string{synth.SummaryFile, "synth-rounds-to-pass-rtl.png"} {
+		st, err := os.Stat(filepath.Join(out, f))
+		if err != nil || st.ModTime().After(mst.ModTime()) {
+			t.Fatalf("%s: %v (written after the manifest: %v)", f, err, err == nil && st.ModTime().After(mst.ModTime()))
+		}
+	}
+	if m.ConfigHash == "" {
+		t.Fatal("manifest without a config hash")
+	}
+	cwd, _ := os.Getwd()
+	hashed := map[string]string{}
+	for _, in := range m.Inputs {
+		p := in.Path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		hashed[filepath.Clean(p)] = in.SHA256
+	}
+	var files int
+	filepath.WalkDir(tasks, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files++
+			abs, _ := filepath.Abs(p)
+			sha, _ := engine.HashFile(p)
+			if hashed[abs] != sha {
+				t.Errorf("input %s not hashed in the manifest (inputs %v)", p, m.Inputs)
+			}
+		}
+		return nil
+	})
+	if files != 8 || len(m.Inputs) != files {
+		t.Fatalf("%d task files, %d manifest inputs", files, len(m.Inputs))
+	}
+
+	// Finished: an identical rerun skips without a request.
+	before := requests.Load()
+	s, again := run("identical rerun", SynthesizeOptions{})
+	if !strings.Contains(s, "up to date") || strings.Contains(s, "synthesized ") || !bytes.Equal(again, finished) || requests.Load() != before {
+		t.Fatalf("identical rerun: %d requests, manifest changed %v:\n%s", requests.Load()-before, !bytes.Equal(again, finished), s)
+	}
+	s, _ = run("--force", SynthesizeOptions{Force: true})
+	ran("--force", s)
+	changed := cfg
+	changed.Concurrency = 3
+	s, _ = run("changed --concurrency", SynthesizeOptions{Config: changed})
+	ran("changed --concurrency", s)
+	s, _ = run("back to the first flags", SynthesizeOptions{})
+	ran("back to the first flags", s)
+	// Changed inputs (another task folder) run again: the journal resumes
+	// the two finished trajectories and the new task gets its own.
+	copyTree(t, filepath.Join(all, "counter_mod10_tc"), filepath.Join(tasks, "counter_mod10_tc"))
+	before = requests.Load()
+	s, _ = run("changed inputs", SynthesizeOptions{})
+	ran("changed inputs", s)
+	if !strings.Contains(s, "synthesized 3 trajectories from 3 items") || requests.Load()-before != 3 {
+		t.Fatalf("changed inputs: %d requests (want the new task's 3 rounds only):\n%s", requests.Load()-before, s)
 	}
 }

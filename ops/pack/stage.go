@@ -2,7 +2,10 @@ package pack
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/ops/pack/tokenizer"
@@ -31,6 +34,12 @@ func newStage(sc engine.StageConfig) (engine.Stage, error) {
 	}
 	return engine.StageFunc(func(ctx context.Context, st *engine.StageContext) error {
 		inputs := append(st.InputPaths(InputKind), st.Files...)
+		// An earlier run's pack manifest goes with its shards (which the
+		// runner cleared): a run that fails leaves no manifest that
+		// `pack audit` would read as describing this directory.
+		if err := os.Remove(filepath.Join(st.Dir, ManifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w: %v", engine.ErrIO, err)
+		}
 		opts := engine.DefaultWriterOptions()
 		m, err := run(ctx, cfg, inputs, target{sc: st, opts: opts}, st.Log)
 		if err != nil {
