@@ -11,37 +11,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/crucible-data/crucible/engine/partlock"
 )
 
-// PrepareOutput readies a standalone command's output directory (`ingest
-// --out DIR` and the like, which run outside a pipeline): it takes the
-// directory's lock — the part lock of its one part, in DIR/.locks, so two
-// commands writing the same DIR take turns — and, holding it, removes what
-// an earlier run left: the manifests named in manifests (first, so a crash
-// in between never leaves a manifest listing missing shards), the shards of
-// the given kinds, and the temp files of those (a run that died on a full
-// disk). Files of other kinds and other names are left alone. The caller
-// keeps the lock until it has committed, then calls release.
-func PrepareOutput(ctx context.Context, dir string, manifests []string, kinds ...string) (release func(), err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrIO, err)
-	}
-	unlock, err := partlock.Lock(ctx, filepath.Join(dir, ".locks"), "manifest.json")
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %w", ErrIO, err)
-	}
-	if err := clearOutput(dir, manifests, kinds); err != nil {
-		unlock()
-		return nil, err
-	}
-	return unlock, nil
-}
-
+// clearOutput removes from a standalone command's output directory what an
+// earlier run of its stage left (RunOne, holding DIR's part lock): the
+// manifests named in manifests (first, so a crash in between never leaves
+// a manifest listing missing shards), the shards of the given kinds, and
+// the temp files of those (a run that died on a full disk). Files of other
+// kinds and other names are left alone.
 func clearOutput(dir string, manifests, kinds []string) error {
 	for _, m := range manifests {
 		if err := os.Remove(filepath.Join(dir, m)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -70,7 +47,7 @@ func clearOutput(dir string, manifests, kinds []string) error {
 }
 
 // outputName reports whether name (a file's base name, a temp file's
-// without its leading dot) is one of a PrepareOutput's: a manifest's temp
+// without its leading dot) is one of clearOutput's: a manifest's temp
 // file or a shard of one of kinds.
 func outputName(name string, manifests, kinds []string) bool {
 	for _, m := range manifests {
@@ -86,11 +63,12 @@ func outputName(name string, manifests, kinds []string) bool {
 	return false
 }
 
-// ClobberedInput returns the first of inputs that PrepareOutput(dir,
-// manifests, kinds...) would delete (a manifest or a shard of one of kinds
-// in dir itself), or "" when none is. Commands call it before
-// PrepareOutput, so an output directory that holds the input (an earlier
-// run's kept-*.parquet, say) is refused rather than emptied.
+// ClobberedInput returns the first of inputs that clearing dir of
+// manifests and kinds would delete (a manifest or a shard of one of kinds
+// in dir itself), or "" when none is. RunOne (and a command, before work
+// that precedes it) calls it first, so an output directory that holds the
+// input (an earlier run's kept-*.parquet, say) is refused rather than
+// emptied.
 func ClobberedInput(dir string, manifests, kinds, inputs []string) string {
 	d, err := filepath.Abs(dir)
 	if err != nil {

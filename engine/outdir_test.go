@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/crucible-data/crucible/engine/partlock"
 )
 
 // placedRegistry is testRegistry with its source and double declared the
@@ -222,14 +224,15 @@ func TestRunOneReadsPlainFilesAsShards(t *testing.T) {
 	}
 }
 
-// RunOne takes the lock PrepareOutput takes (DIR/.locks), so a command run
-// through it and one still committing on its own never interleave their
-// clears and commits in the same --out DIR.
-func TestRunOneSharesPrepareOutputsLock(t *testing.T) {
+// RunOne takes DIR's part lock (DIR/.locks), so two commands writing one
+// --out DIR never interleave their clears and commits: while another
+// holder has it, RunOne waits (here until its context ends) and runs
+// nothing.
+func TestRunOneTakesTheOutputLock(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "in0.txt"), []byte("x"), 0o644)
 	out := filepath.Join(dir, "out")
-	release, err := PrepareOutput(context.Background(), out, []string{"manifest.json"}, "nums")
+	release, err := partlock.Lock(context.Background(), filepath.Join(out, ".locks"), "manifest.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +242,7 @@ func TestRunOneSharesPrepareOutputsLock(t *testing.T) {
 	_, err = (&Runner{Registry: placedRegistry(runs)}).RunOne(ctx, OneStage{Spec: sourceSpec(t, 1, filepath.Join(dir, "in0.txt")), Out: out},
 		RunOptions{Log: slog.New(slog.DiscardHandler)})
 	if !errors.Is(err, context.DeadlineExceeded) || runs["src"] != 0 {
-		t.Fatalf("RunOne while PrepareOutput holds the lock: %v after %d runs, want it to wait", err, runs["src"])
+		t.Fatalf("RunOne while another holds the lock: %v after %d runs, want it to wait", err, runs["src"])
 	}
 	release()
 	if res, _ := runOne(t, placedRegistry(runs), OneStage{Spec: sourceSpec(t, 1, filepath.Join(dir, "in0.txt")), Out: out}, false); res.Status != "ran" {

@@ -220,7 +220,8 @@ func (r *Runner) runStage(ctx context.Context, cfg *PipelineConfig, spec StageSp
 	// One runner at a time per shard part: two schedulers (or a retry racing
 	// a straggler) must not interleave their clears and commits. The lock
 	// lives outside the stage directory so stage directories hold only data;
-	// a placed one (RunOne) keeps it in DIR/.locks, as PrepareOutput does.
+	// a placed one (RunOne) keeps it in DIR/.locks, so two commands writing
+	// one DIR take turns.
 	_, placed := cfg.placed[spec.Name]
 	lockDir := filepath.Join(work, ".locks", spec.Name)
 	if placed {

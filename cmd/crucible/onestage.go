@@ -113,24 +113,6 @@ func configNode(cfg any) (yaml.Node, error) {
 	return n, nil
 }
 
-// clearOutputs removes a previous run's manifest (first, so a crash in
-// between never leaves a manifest listing missing shards) and its shards of
-// the given kinds from dir. Other files are left alone.
-func clearOutputs(dir string, kinds ...string) error {
-	if err := os.Remove(filepath.Join(dir, "manifest.json")); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("%w: %v", engine.ErrIO, err)
-	}
-	for _, k := range kinds {
-		old, _ := filepath.Glob(filepath.Join(dir, k+"-*.parquet"))
-		for _, f := range old {
-			if err := os.Remove(f); err != nil {
-				return fmt.Errorf("%w: %v", engine.ErrIO, err)
-			}
-		}
-	}
-	return nil
-}
-
 // asParquet replaces the JSONL files among shards[kind] (rows of T) with
 // Parquet copies of their rows: a stage reads its upstream shards as
 // Parquet only. A copy lives in out/.inputs/<sha256 of the file>/ (so an
