@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"sort"
@@ -163,6 +164,24 @@ func TestDedupSetRejectsUnknownKeys(t *testing.T) {
 		}
 		if strings.Contains(stdout, "phases (wall s)") {
 			t.Errorf("%v: refused run did work:\n%s", tc.set, stdout)
+		}
+	}
+}
+
+// The help's --set paragraph names every key of the config, so a field
+// added to dedup.Config or dedupStageConfig without a word there fails.
+func TestDedupHelpNamesEverySetKey(t *testing.T) {
+	long := newDedupCmd().Long
+	i := strings.Index(long, "--set KEY=VALUE")
+	if i < 0 {
+		t.Fatal("dedup's help has no --set paragraph")
+	}
+	para, _, _ := strings.Cut(long[i:], "\n\n")
+	para = strings.Join(strings.Fields(para), " ")
+	for _, f := range configFields(reflect.ValueOf(defaultDedupStageConfig()), "", nil, func(string) bool { return false }) {
+		key := f.path[strings.LastIndex(f.path, ".")+1:]
+		if !strings.Contains(para, " "+key+",") && !strings.Contains(para, " "+key+")") && !strings.Contains(para, "("+key+",") {
+			t.Errorf("the --set paragraph does not name %s:\n%s", f.path, para)
 		}
 	}
 }
