@@ -30,11 +30,66 @@ type DedupOptions struct {
 	Stdout     io.Writer
 }
 
+// dedupFlags keep the names and help texts `dedup`'s flags had before they
+// were derived from dedupStageConfig. The keys skipped here have a flag of
+// another form (--text-field and --lang, registered in newDedupCmd; the
+// compression pair, by addCompressionFlags) or had none and are reached
+// only by --set.
+var dedupFlags = map[string]flagDoc{
+	"id_field":         {Name: "id-field", Help: "id column (alternatives separated by |, e.g. item_id|id)"},
+	"text_fields":      {Skip: true}, // a repeatable --text-field (a string array, not a comma list)
+	"on_duplicate_id":  {Name: "on-duplicate-id", Help: "a second row with an id already seen: error (exit 3 naming both rows) | keep-first (the later rows go to removed-*.parquet as duplicate_id)"},
+	"reuse_signatures": {Name: "reuse-signatures", Help: "use the _dedup_minhash/_dedup_text_hash/_dedup_minhash_params columns of an earlier --keep-signatures run's output when their parameters match"},
+	"keep_signatures":  {Name: "keep-signatures", Help: "also write the signature columns _dedup_minhash, _dedup_text_hash, _dedup_minhash_params (for a later --reuse-signatures)"},
+	"dedup.threshold":  {Name: "threshold", Help: "Jaccard similarity threshold of near duplicates"},
+	"dedup.num_perm":   {Name: "num-perm", Help: "MinHash signature slots"},
+	"dedup.shingle":    {Name: "shingle", Help: "shingle kind: word|char"},
+	"dedup.ngram":      {Name: "ngram", Help: "shingle length (tokens for word shingles, bytes for char)"},
+	"dedup.seed":       {Name: "seed", Help: "hash seed (signatures are deterministic for a seed)"},
+	"dedup.lang":       {Skip: true}, // --lang, a dedup.Lang
+	"dedup.lowercase":  {Name: "lowercase", Help: "fold case before hashing"},
+	"dedup.verify":     {Name: "verify", Help: "candidate verification: exact (Jaccard of shingle sets) | signature (MinHash estimate)"},
+	"dedup.backend":    {Name: "backend", Help: "LSH backend: auto|memory (minhash-lsh)|disk (sorted band-key runs)"},
+	"dedup.temp_dir":   {Name: "tmp", Help: "spill directory for band-key runs (default: system temp)"},
+	"dedup.workers":    {Name: "workers", Help: "signature workers"},
+	// No flag before the derivation: --set dedup.KEY=value only.
+	"dedup.strip_comments":  {Skip: true},
+	"dedup.fp_weight":       {Skip: true},
+	"dedup.fn_weight":       {Skip: true},
+	"dedup.memory_max_docs": {Skip: true},
+	"dedup.run_bytes":       {Skip: true},
+	"dedup.batch_docs":      {Skip: true},
+	"dedup.max_bucket_all":  {Skip: true},
+	"compression":           {Skip: true}, // addCompressionFlags
+	"compression_level":     {Skip: true},
+}
+
+// defaultDedupStageConfig is `crucible dedup`'s config before flags: the
+// flags' defaults.
+func defaultDedupStageConfig() dedupStageConfig {
+	return dedupStageConfig{IDField: "id", OnDuplicateID: onDupError, Dedup: dedup.DefaultConfig(), Compression: defaultCompression}
+}
+
+// options are the DedupOptions a stage config runs with (the writer's
+// other settings the engine's defaults).
+func (c dedupStageConfig) options() DedupOptions {
+	w := engine.DefaultWriterOptions()
+	w.Compression, w.CompressionLevel = c.Compression, c.CompressionLevel
+	return DedupOptions{IDField: c.IDField, TextFields: c.TextFields, Reuse: c.ReuseSignatures, KeepSigs: c.KeepSignatures,
+		OnDupID: c.OnDuplicateID, Config: c.Dedup, Writer: w}
+}
+
 func newDedupCmd() *cobra.Command {
-	o := DedupOptions{Config: dedup.DefaultConfig(), Writer: engine.DefaultWriterOptions()}
-	var lang string
+	cfg := defaultDedupStageConfig()
+	var (
+		in     []string
+		out    string
+		force  bool
+		writer engine.WriterOptions
+		sf     *stageFlags
+	)
 	c := &cobra.Command{
-		Use:   "dedup --in PATH --id-field F --text-field F [--threshold 0.8] [--ngram 5] [--num-perm 128] [--keep-signatures] [--reuse-signatures] [--force] --out DIR",
+		Use:   "dedup --in PATH --id-field F --text-field F [--threshold 0.8] [--ngram 5] [--num-perm 128] [--keep-signatures] [--reuse-signatures] [--set KEY=VALUE] [--force] --out DIR",
 		Short: "Exact + MinHash-LSH near-dedup of JSONL/Parquet rows; writes the kept and the removed rows, all their columns, plus _dedup_ columns, as Parquet",
 		Long: `Removes exact duplicates (hash of code-aware normalised text: whitespace and
 Verilog/C/C++/Python comments removed, identifiers kept) and near duplicates
@@ -113,6 +168,15 @@ another 11% at about 1.4x the write time. Reproduce with
 (without /write it also times whole dedup runs per codec).
 The same flags set 'crucible decontam check' outputs.
 
+--set KEY=VALUE (repeatable, applied after the other flags; the value is
+YAML) sets any key of the command's config by its YAML path: id_field,
+text_fields, on_duplicate_id, reuse_signatures, keep_signatures,
+compression, compression_level, and dedup.KEY for the dedup settings
+(threshold, num_perm, shingle, ngram, seed, lang, strip_comments,
+lowercase, fp_weight, fn_weight, verify, backend, memory_max_docs,
+run_bytes, temp_dir, workers, batch_docs, max_bucket_all), e.g.
+--set dedup.threshold=0.7 is --threshold 0.7.
+
 The summary gives the whole command's wall time and rows/s, and its phases
 in wall seconds, summing to the total: read (schema pass, decoding rows),
 sign (tokenise, sign, band insert), index (LSH candidate pairs), verify
@@ -131,35 +195,31 @@ column name, 3 unreadable input, a row missing the id/text fields, inputs of
 different columns or a repeated id, 4 output not writable.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, ok := dedup.ParseLang(lang)
-			if !ok {
-				return fmt.Errorf("%w: --lang %q (want auto|verilog|c|python|text)", errUsage, lang)
+			// The flags of another form wrote cfg while parsing (--text-field,
+			// --lang) or write here (the compression pair); the derived
+			// flags, then --set, go over them.
+			cfg.Compression, cfg.CompressionLevel = writer.Compression, writer.CompressionLevel
+			if err := sf.apply(); err != nil {
+				return err
 			}
-			o.Config.Lang, o.Stdout = l, cmd.OutOrStdout()
+			l, ok := dedup.ParseLang(string(cfg.Dedup.Lang))
+			if !ok {
+				return fmt.Errorf("%w: --lang %q (want auto|verilog|c|python|text)", errUsage, cfg.Dedup.Lang)
+			}
+			cfg.Dedup.Lang = l
+			o := cfg.options()
+			o.In, o.Out, o.Force, o.Stdout = in, out, force, cmd.OutOrStdout()
 			return runDedup(cmd.Context(), o)
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&o.In, "in", nil, "input JSONL or Parquet file, quoted glob, or directory (every .jsonl, .jsonl.gz, .jsonl.zst, .parquet below it); repeatable; required")
-	f.StringVar(&o.IDField, "id-field", "id", "id column (alternatives separated by |, e.g. item_id|id)")
-	f.StringArrayVar(&o.TextFields, "text-field", nil, "text column compared (repeatable: fields are joined; required)")
-	f.StringVar(&o.Out, "out", "", "output directory (required)")
-	f.Float64Var(&o.Config.Threshold, "threshold", o.Config.Threshold, "Jaccard similarity threshold of near duplicates")
-	f.IntVar(&o.Config.NGram, "ngram", o.Config.NGram, "shingle length (tokens for word shingles, bytes for char)")
-	f.IntVar(&o.Config.NumPerm, "num-perm", o.Config.NumPerm, "MinHash signature slots")
-	f.StringVar(&o.Config.Shingle, "shingle", o.Config.Shingle, "shingle kind: word|char")
-	f.StringVar(&lang, "lang", string(o.Config.Lang), "comment syntax: auto|verilog|c|python|text")
-	f.BoolVar(&o.Config.Lowercase, "lowercase", o.Config.Lowercase, "fold case before hashing")
-	f.StringVar(&o.Config.Verify, "verify", o.Config.Verify, "candidate verification: exact (Jaccard of shingle sets) | signature (MinHash estimate)")
-	f.StringVar(&o.Config.Backend, "backend", o.Config.Backend, "LSH backend: auto|memory (minhash-lsh)|disk (sorted band-key runs)")
-	f.IntVar(&o.Config.Workers, "workers", o.Config.Workers, "signature workers")
-	f.Uint64Var(&o.Config.Seed, "seed", o.Config.Seed, "hash seed (signatures are deterministic for a seed)")
-	f.StringVar(&o.Config.TempDir, "tmp", "", "spill directory for band-key runs (default: system temp)")
-	f.StringVar(&o.OnDupID, "on-duplicate-id", onDupError, "a second row with an id already seen: error (exit 3 naming both rows) | keep-first (the later rows go to removed-*.parquet as duplicate_id)")
-	f.BoolVar(&o.Reuse, "reuse-signatures", false, "use the _dedup_minhash/_dedup_text_hash/_dedup_minhash_params columns of an earlier --keep-signatures run's output when their parameters match")
-	f.BoolVar(&o.KeepSigs, "keep-signatures", false, "also write the signature columns _dedup_minhash, _dedup_text_hash, _dedup_minhash_params (for a later --reuse-signatures)")
-	f.BoolVar(&o.Force, "force", false, "run even when the manifest in --out is current")
-	addCompressionFlags(c, &o.Writer)
+	f.StringArrayVar(&in, "in", nil, "input JSONL or Parquet file, quoted glob, or directory (every .jsonl, .jsonl.gz, .jsonl.zst, .parquet below it); repeatable; required")
+	f.StringArrayVar(&cfg.TextFields, "text-field", nil, "text column compared (repeatable: fields are joined; required)")
+	f.StringVar(&out, "out", "", "output directory (required)")
+	f.StringVar((*string)(&cfg.Dedup.Lang), "lang", string(cfg.Dedup.Lang), "comment syntax: auto|verilog|c|python|text")
+	f.BoolVar(&force, "force", false, "run even when the manifest in --out is current")
+	sf = bindStageFlags(f, &cfg, dedupFlags)
+	addCompressionFlags(c, &writer)
 	_ = c.MarkFlagRequired("in")
 	_ = c.MarkFlagRequired("text-field")
 	_ = c.MarkFlagRequired("out")
