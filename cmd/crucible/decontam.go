@@ -79,25 +79,44 @@ Exit codes of 'check': 0 no contamination at or above --threshold,
 	return c
 }
 
-func addDecontamConfigFlags(c *cobra.Command, cfg *decontam.Config) {
-	f := c.Flags()
-	f.IntVar(&cfg.NGram, "ngram", cfg.NGram, "n-gram length in tokens")
-	f.IntVar(&cfg.MinTokens, "min-tokens", cfg.MinTokens, "texts shorter than --ngram but at least this long match as one whole-text gram")
-	f.Float64Var(&cfg.Threshold, "threshold", cfg.Threshold, "score at or above which a match is contamination")
-	f.Float64Var(&cfg.ReportMin, "report-min", cfg.ReportMin, "lowest score written to the matches")
-	f.Float64Var(&cfg.MinHashThreshold, "minhash-threshold", cfg.MinHashThreshold, "Jaccard target of the MinHash banding")
-	f.IntVar(&cfg.NumPerm, "num-perm", cfg.NumPerm, "MinHash signature slots")
-	f.Float64Var(&cfg.MaxDocFreq, "max-doc-freq", cfg.MaxDocFreq, "n-grams in more than this share of the indexed items (and in at least 3) are boilerplate and do not count; kept in a persisted index; 1 disables")
-	f.StringVar(&cfg.Lang, "lang", cfg.Lang, "comment syntax: auto|verilog|c|python|text")
+// decontamConfigFlags are the flags of decontam.Config (the matching
+// config of 'decontam index' and 'decontam check', the match block of a
+// check's fingerprint) with the names and help texts they had before they
+// were derived from it. struct_min_fixed, shingle_n, seed and
+// memory_budget_bytes never had a flag: only --set reaches them.
+var decontamConfigFlags = map[string]flagDoc{
+	"ngram":               {Help: "n-gram length in tokens"},
+	"min_tokens":          {Help: "texts shorter than --ngram but at least this long match as one whole-text gram"},
+	"threshold":           {Help: "score at or above which a match is contamination"},
+	"report_min":          {Help: "lowest score written to the matches"},
+	"minhash_threshold":   {Help: "Jaccard target of the MinHash banding"},
+	"num_perm":            {Help: "MinHash signature slots"},
+	"max_doc_freq":        {Help: "n-grams in more than this share of the indexed items (and in at least 3) are boilerplate and do not count; kept in a persisted index; 1 disables"},
+	"lang":                {Help: "comment syntax: auto|verilog|c|python|text"},
+	"struct_min_fixed":    {Skip: true},
+	"shingle_n":           {Skip: true},
+	"seed":                {Skip: true},
+	"memory_budget_bytes": {Skip: true},
+}
+
+// bindDecontamConfig registers cfg's flags, derived from decontam.Config,
+// and --set (any key of it, e.g. --set shingle_n=4); apply layers them
+// onto cfg.
+func bindDecontamConfig(c *cobra.Command, cfg *decontam.Config) *stageFlags {
+	return bindStageFlags(c.Flags(), cfg, decontamConfigFlags)
 }
 
 func newDecontamIndexCmd() *cobra.Command {
 	o := DecontamIndexOptions{Config: decontam.DefaultConfig(), Workers: runtime.GOMAXPROCS(0)}
+	var sf *stageFlags
 	c := &cobra.Command{
 		Use:   "index --in PATH [--in PATH...] --side benchmark|corpus [--id-field id] [--field F ...] --out DIR",
 		Short: "Build a persisted n-gram/MinHash index of a benchmark or of a training corpus",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := sf.apply(); err != nil {
+				return err
+			}
 			o.Stdout, o.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			return runDecontamIndex(cmd.Context(), o)
 		},
@@ -111,7 +130,7 @@ func newDecontamIndexCmd() *cobra.Command {
 	f.StringVar(&o.Out, "out", "", "index directory to create (required)")
 	f.StringSliceVar(&o.Methods, "method", []string{methodAuto}, "corpus index: auto | lexical | behavioural: behavioural (and auto where Yosys is on PATH) also stores every corpus design with its Yosys-read interface (designs.jsonl), so a benchmark checked against the index is matched behaviourally too")
 	f.IntVar(&o.Workers, "workers", o.Workers, "concurrent interface extractions (behavioural)")
-	addDecontamConfigFlags(c, &o.Config)
+	sf = bindDecontamConfig(c, &o.Config)
 	_ = c.MarkFlagRequired("in")
 	_ = c.MarkFlagRequired("out")
 	return c
@@ -173,6 +192,7 @@ func cmpOr(a, b string) string {
 
 func newDecontamCheckCmd() *cobra.Command {
 	o := DecontamCheckOptions{Config: decontam.DefaultConfig(), Writer: engine.DefaultWriterOptions(), Workers: runtime.GOMAXPROCS(0)}
+	var sf *stageFlags
 	c := &cobra.Command{
 		Use:   "check (--corpus PATH... | --corpus-index DIR) --benchmark PATH|DIR [--field F ...] --out DIR [--purify PDIR]",
 		Short: "Report corpus items overlapping benchmark items; exit code 6 when contamination ≥ --threshold is found",
@@ -255,9 +275,18 @@ corpus row's place among all --corpus rows, corpus_id, benchmark_id,
 method, score; one row per contaminated match, --corpus only), which
 --purify reads.
 
+--set key=value (repeatable, after the flags) sets any key of the matching
+config, the check manifest's match block: the flags' keys (ngram, min_tokens,
+threshold, report_min, minhash_threshold, num_perm, max_doc_freq, lang) and
+struct_min_fixed, shingle_n, seed, memory_budget_bytes; --set threshold=0.7
+is --threshold 0.7. 'decontam index' takes the same --set keys.
+
 Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output not writable.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := sf.apply(); err != nil {
+				return err
+			}
 			o.Stdout, o.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			return runDecontamCheck(cmd.Context(), o)
 		},
@@ -275,7 +304,7 @@ Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output n
 	f.IntVar(&o.Workers, "workers", o.Workers, "matching workers")
 	f.StringSliceVar(&o.Methods, "method", []string{methodAuto}, "lexical | behavioural | all | auto (repeatable or comma list): auto is lexical plus behavioural where a --benchmark file carries executable RTL harnesses and Icarus and Yosys are here (else a note on stderr)")
 	f.BoolVar(&o.Force, "force", false, "check (and purify) even when the manifests in --out (and --purify) are current")
-	addDecontamConfigFlags(c, &o.Config)
+	sf = bindDecontamConfig(c, &o.Config)
 	addCompressionFlags(c, &o.Writer)
 	_ = c.MarkFlagRequired("benchmark")
 	_ = c.MarkFlagRequired("out")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,6 +27,8 @@ type DecontamRescoreOptions struct {
 
 func newDecontamRescoreCmd() *cobra.Command {
 	o := DecontamRescoreOptions{Writer: engine.DefaultWriterOptions()}
+	var sf *stageFlags
+	cfg := decontamRescoreConfig{Compression: o.Writer.Compression, Level: o.Writer.CompressionLevel}
 	c := &cobra.Command{
 		Use:   "rescore DIR --threshold T [--out DIR2]",
 		Short: "Re-threshold the matches of a 'decontam check' without reading the corpus or the benchmark; exit code 6 when contamination ≥ T remains",
@@ -45,21 +48,51 @@ with DIR and T unchanged finds DIR2's manifest current and skips (exit
 code still 6 when the skipped rescore had found contamination); --force
 writes it anyway. Without --out nothing is written.
 
+--set key=value sets a key of the rescore's config: threshold (--set
+threshold=0.7 is --threshold 0.7), compression and compression_level (the
+codec of DIR2's shards; the engine's default unless set).
+
 Exit codes: 0 no match ≥ T, 6 contamination found, 2 bad flags or T below
 the floor, 3 DIR unreadable or not a check output, 4 DIR2 not writable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir, o.Stdout = args[0], cmd.OutOrStdout()
-			if !cmd.Flags().Changed("threshold") {
+			if err := sf.apply(); err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("threshold") && !setsKey(sf, "threshold") {
 				return fmt.Errorf("%w: --threshold is required", errUsage)
+			}
+			o.Threshold, o.Writer.Compression, o.Writer.CompressionLevel = cfg.Threshold, cfg.Compression, cfg.Level
+			if err := o.Writer.Validate(); err != nil {
+				return fmt.Errorf("%w: --set compression/compression_level: %v", errUsage, err)
 			}
 			return runDecontamRescore(cmd.Context(), o)
 		},
 	}
-	c.Flags().Float64Var(&o.Threshold, "threshold", 0, "score at or above which a match is contamination (required; not below the check's report_min)")
+	sf = bindStageFlags(c.Flags(), &cfg, decontamRescoreFlags)
 	c.Flags().StringVar(&o.Out, "out", "", "write the matches scoring ≥ --threshold to this directory")
 	c.Flags().BoolVar(&o.Force, "force", false, "with --out: rescore even when the manifest in --out is current")
 	return c
+}
+
+// decontamRescoreFlags: --threshold keeps its help text; the codec of the
+// rescored shards (the engine's default unless set) has no flag, only
+// --set compression=zstd|snappy|none and --set compression_level=N.
+var decontamRescoreFlags = map[string]flagDoc{
+	"threshold":         {Help: "score at or above which a match is contamination (required; not below the check's report_min)"},
+	"compression":       {Skip: true},
+	"compression_level": {Skip: true},
+}
+
+// setsKey reports whether a --set on the command line names key.
+func setsKey(sf *stageFlags, key string) bool {
+	for _, kv := range sf.sets {
+		if k, _, _ := strings.Cut(kv, "="); k == key {
+			return true
+		}
+	}
+	return false
 }
 
 // decontamRescoreConfig is what decides a rescored match set beyond its
