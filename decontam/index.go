@@ -208,6 +208,29 @@ type Builder struct {
 	designs   *designWriter // the interface index, when built (IndexOptions.Designs)
 }
 
+// RemoveIndex removes the index in dir, meta.json first (so a crash in
+// between leaves a directory that is no index, never a torn one), then its
+// data files and what dead builds left. Other files are left alone.
+func RemoveIndex(dir string) error {
+	for _, name := range []string{metaFile, entriesFile, sigsFile, gramsFile, designsFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w: %v", ErrIO, err)
+		}
+	}
+	stale, _ := filepath.Glob(filepath.Join(dir, ".build-*"))
+	for _, d := range stale {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("%w: %v", ErrIO, err)
+		}
+	}
+	return nil
+}
+
+// IndexFile reports whether name is one of an index directory's own files.
+func IndexFile(name string) bool {
+	return slices.Contains([]string{metaFile, entriesFile, sigsFile, gramsFile, designsFile}, name)
+}
+
 // NewBuilder starts an index in dir (created; must not already hold an index).
 func NewBuilder(cfg Config, dir, name, side string) (*Builder, error) {
 	if err := cfg.Validate(); err != nil {

@@ -472,7 +472,9 @@ func expandInputs(cfg *PipelineConfig, inputs []string) ([]string, error) {
 }
 
 // InputFiles is what an input path stands for: the file itself, or every
-// regular file under a directory (hidden ones left out), in lexical order.
+// regular file under a directory (hidden files and directories left out:
+// a committed directory's .locks, .inputs and .build-* are bookkeeping, not
+// its content), in lexical order.
 func InputFiles(p string) ([]string, error) {
 	st, err := os.Stat(p)
 	if err != nil {
@@ -485,6 +487,9 @@ func InputFiles(p string) ([]string, error) {
 	err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.IsDir() && path != p && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
 		}
 		if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") {
 			out = append(out, path)

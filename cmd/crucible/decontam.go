@@ -35,6 +35,7 @@ type DecontamIndexOptions struct {
 	// interface index too where Yosys is here), lexical, behavioural.
 	Methods []string
 	Workers int
+	Force   bool // build even when the manifest in Out is current
 	Stdout  io.Writer
 	Stderr  io.Writer
 }
@@ -128,6 +129,7 @@ func newDecontamIndexCmd() *cobra.Command {
 	f.StringVar(&o.IDField, "id-field", "", "id column (default: id for a benchmark, item_id|id for a corpus)")
 	f.StringArrayVar(&o.Fields, "field", nil, "text column (repeatable; default: prompt, ref, code, ... for a benchmark; instruction, reference, text, ... for a corpus)")
 	f.StringVar(&o.Out, "out", "", "index directory to create (required)")
+	f.BoolVar(&o.Force, "force", false, "build even when the index in --out is current with its inputs and flags")
 	f.StringSliceVar(&o.Methods, "method", []string{methodAuto}, "corpus index: auto | lexical | behavioural: behavioural (and auto where Yosys is on PATH) also stores every corpus design with its Yosys-read interface (designs.jsonl), so a benchmark checked against the index is matched behaviourally too")
 	f.IntVar(&o.Workers, "workers", o.Workers, "concurrent interface extractions (behavioural)")
 	sf = bindDecontamConfig(c, &o.Config)
@@ -170,8 +172,53 @@ func runDecontamIndex(ctx context.Context, o DecontamIndexOptions) error {
 	if err != nil {
 		return err
 	}
-	meta, err := decontam.BuildIndexWith(ctx, o.Config, o.Out, o.Name, o.Side, decontam.FileRecords{Paths: o.In, IDField: idf, Fields: fields}, opt)
-	if err != nil {
+	// The index's files are its own: an input among them would be removed
+	// by the rebuild.
+	if out, err := filepath.Abs(o.Out); err == nil {
+		for _, p := range o.In {
+			if a, err := filepath.Abs(p); err == nil && filepath.Dir(a) == out && decontam.IndexFile(filepath.Base(a)) {
+				return fmt.Errorf("%w: --in %s is a file of the index in --out %s, which a build replaces; write to another directory", errUsage, p, o.Out)
+			}
+		}
+	}
+	// What the index is built from decides it, so it is the fingerprint;
+	// Workers (how many goroutines read interfaces) is not.
+	cfg := struct {
+		Side       string          `yaml:"side"`
+		Name       string          `yaml:"name"`
+		IDField    string          `yaml:"id_field"`
+		Fields     []string        `yaml:"fields"`
+		Match      decontam.Config `yaml:"match"`
+		Interfaces bool            `yaml:"interfaces"`
+	}{o.Side, o.Name, idf, fields, o.Config, opt.Designs != nil}
+	var extra any
+	if opt.Designs != nil {
+		p, _ := exec.LookPath("yosys")
+		extra = map[string]string{"yosys": p}
+	}
+	var meta decontam.IndexMeta
+	stage := func(ctx context.Context, sc *engine.StageContext) error {
+		// A rebuild replaces the index the directory held (meta.json
+		// first, so a crash leaves no index rather than a torn one).
+		if err := decontam.RemoveIndex(o.Out); err != nil {
+			return err
+		}
+		var err error
+		meta, err = decontam.BuildIndexWith(ctx, o.Config, o.Out, o.Name, o.Side, decontam.FileRecords{Paths: o.In, IDField: idf, Fields: fields}, opt)
+		if err != nil {
+			return err
+		}
+		for k, v := range map[string]int64{"items": int64(meta.Items), "entries": int64(meta.Entries), "postings": meta.Records,
+			"common": meta.Common, "designs": meta.Designs} {
+			sc.Count(k, v)
+		}
+		return nil
+	}
+	// The index files are not Parquet shards: the stage declares no output
+	// kinds (the runner clears only its manifest) and replaces them itself.
+	res, err := runCommandStage(ctx, o.Stdout, commandStage{Name: "decontam_index", Type: "decontam_index", Config: &cfg,
+		Inputs: o.In, Out: o.Out, Force: o.Force, Run: stage, Outputs: []string{}, Extra: extra})
+	if err != nil || res.Status == "skipped" {
 		return err
 	}
 	fmt.Fprintf(o.Stdout, "decontam index %s (%s): %d entries, %d postings, %d-grams, MinHash %s; %d n-grams common to more than %v of %d items not counted\n",

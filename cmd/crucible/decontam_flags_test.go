@@ -99,6 +99,7 @@ func TestDecontamFlagsKept(t *testing.T) {
 		"id-field": {"string", "", false},
 		"field":    {"stringArray", "[]", false},
 		"out":      {"string", "", true},
+		"force":    {"bool", "false", false},
 		"method":   {"stringSlice", "[auto]", false},
 		"workers":  {"int", workers, false},
 	}))

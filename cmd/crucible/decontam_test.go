@@ -351,3 +351,98 @@ func TestDecontamRescoreResume(t *testing.T) {
 		}
 	}
 }
+
+// `decontam index` runs as a one-stage pipeline too: its manifest
+// fingerprints the inputs and the settings; an identical rerun skips
+// without touching the index; a changed setting, a changed input or
+// --force rebuilds it in place (the old index replaced, never refused); a
+// check through the index skips on its second run (the index directory's
+// .locks bookkeeping is not part of its fingerprint); an input that is one
+// of the index's own files is refused.
+func TestDecontamIndexResume(t *testing.T) {
+	dir := t.TempDir()
+	f := newPurifyFixture(t, dir)
+	idx := filepath.Join(dir, "idx")
+	build := func(mod func(o *DecontamIndexOptions)) string {
+		t.Helper()
+		o := DecontamIndexOptions{In: []string{f.bench}, Side: decontam.SideBenchmark, Fields: []string{"prompt", "ref"}, Out: idx,
+			Config: decontam.DefaultConfig(), Methods: []string{"lexical"}, Workers: 1, Stdout: &strings.Builder{}}
+		if mod != nil {
+			mod(&o)
+		}
+		if err := runDecontamIndex(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		return o.Stdout.(*strings.Builder).String()
+	}
+	meta := func() ([]byte, time.Time) {
+		t.Helper()
+		p := filepath.Join(idx, "meta.json")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := os.Stat(p)
+		return b, st.ModTime()
+	}
+	const skip = "decontam_index: up to date"
+	if out := build(nil); !strings.Contains(out, "written to") {
+		t.Fatalf("first build:\n%s", out)
+	}
+	requireFingerprint(t, idx, []string{f.bench}, nil)
+	m0, t0 := meta()
+	man0, _ := os.ReadFile(filepath.Join(idx, "manifest.json"))
+	if out := build(nil); !strings.Contains(out, skip) {
+		t.Fatalf("identical rerun did not skip:\n%s", out)
+	}
+	if m, tm := meta(); !bytes.Equal(m, m0) || !tm.Equal(t0) {
+		t.Errorf("identical rerun rewrote meta.json")
+	}
+	if man, _ := os.ReadFile(filepath.Join(idx, "manifest.json")); !bytes.Equal(man, man0) {
+		t.Errorf("identical rerun rewrote the manifest")
+	}
+	// A check through the index skips on its second run.
+	check := func() string {
+		t.Helper()
+		o := purifyOpts(f, []string{f.corpus}, filepath.Join(dir, "m"), "")
+		o.Benchmarks = []string{idx}
+		o.Methods = []string{"lexical"}
+		runDecontamCheck(context.Background(), o)
+		return o.Stdout.(*bytes.Buffer).String()
+	}
+	if out := check(); strings.Contains(out, "up to date") {
+		t.Fatalf("first check through the index skipped:\n%s", out)
+	}
+	if out := check(); !strings.Contains(out, "decontam: up to date") {
+		t.Errorf("second check through an unchanged index ran again:\n%s", out)
+	}
+	if out := build(func(o *DecontamIndexOptions) { o.Config.NGram = 9 }); strings.Contains(out, skip) {
+		t.Fatalf("--ngram 9 skipped:\n%s", out)
+	}
+	if m, _ := meta(); !bytes.Contains(m, []byte(`"ngram": 9`)) {
+		t.Errorf("rebuilt index does not record ngram 9:\n%s", m)
+	}
+	if out := build(func(o *DecontamIndexOptions) { o.Config.NGram = 9; o.Force = true }); strings.Contains(out, skip) {
+		t.Errorf("--force skipped:\n%s", out)
+	}
+	data, _ := os.ReadFile(f.bench)
+	os.WriteFile(f.bench, append(data, []byte(`{"id":"bench-extra","prompt":"a new problem text","ref":"module x; endmodule"}`+"\n")...), 0o644)
+	if out := build(func(o *DecontamIndexOptions) { o.Config.NGram = 9 }); strings.Contains(out, skip) {
+		t.Errorf("a changed input skipped:\n%s", out)
+	}
+	requireFingerprint(t, idx, []string{f.bench}, nil)
+	if ix, err := decontam.Open(idx); err != nil {
+		t.Fatalf("the rebuilt index does not open: %v", err)
+	} else {
+		ix.Close()
+	}
+	// An input that is a file of the index is refused before anything.
+	o := DecontamIndexOptions{In: []string{filepath.Join(idx, "entries.jsonl")}, Side: decontam.SideBenchmark, Out: idx,
+		Config: decontam.DefaultConfig(), Methods: []string{"lexical"}, Stdout: &strings.Builder{}}
+	if code := exitCode(context.Background(), runDecontamIndex(context.Background(), o)); code != exitUsage {
+		t.Errorf("an input inside the index: exit %d, want %d", code, exitUsage)
+	}
+	if _, err := os.Stat(filepath.Join(idx, "meta.json")); err != nil {
+		t.Errorf("the refused build removed the index: %v", err)
+	}
+}
