@@ -231,18 +231,7 @@ func TestDecontamIndexSet(t *testing.T) {
 // decontam rescore: --set threshold=0.9 is --threshold 0.9 (the flag run's
 // output is current); --set compression=snappy changes the fingerprint.
 func TestDecontamRescoreSet(t *testing.T) {
-	dir := t.TempDir()
-	f := newPurifyFixture(t, dir)
-	check := filepath.Join(dir, "m")
-	if code := exitCode(context.Background(), runDecontamCheck(context.Background(), purifyOpts(f, []string{f.corpus}, check, ""))); code != exitFindings {
-		t.Fatalf("check: exit %d", code)
-	}
-	out := filepath.Join(dir, "r")
-	rescore := func(args ...string) (string, int) {
-		t.Helper()
-		stdout, err := runCLI(t, append([]string{"decontam", "rescore", check, "--out", out}, args...)...)
-		return stdout, exitCode(context.Background(), err)
-	}
+	_, check, out, rescore := newRescoreRun(t)
 	const skip = "decontam_rescore: up to date"
 	if stdout, code := rescore("--threshold", "0.9"); code != exitFindings || strings.Contains(stdout, skip) {
 		t.Fatalf("--threshold 0.9: exit %d\n%s", code, stdout)

@@ -288,18 +288,7 @@ func TestDecontamCheckResume(t *testing.T) {
 // rerun on a changed corpus) or --force rescores again; the manifest has
 // a config hash, the match set's manifest and decontam.json hashed.
 func TestDecontamRescoreResume(t *testing.T) {
-	dir := t.TempDir()
-	f := newPurifyFixture(t, dir)
-	check := filepath.Join(dir, "m")
-	if code := exitCode(context.Background(), runDecontamCheck(context.Background(), purifyOpts(f, []string{f.corpus}, check, ""))); code != exitFindings {
-		t.Fatalf("check: exit %d", code)
-	}
-	out := filepath.Join(dir, "r")
-	rescore := func(args ...string) (string, int) {
-		t.Helper()
-		stdout, err := runCLI(t, append([]string{"decontam", "rescore", check, "--out", out}, args...)...)
-		return stdout, exitCode(context.Background(), err)
-	}
+	f, check, out, rescore := newRescoreRun(t)
 	const skip = "decontam_rescore: up to date"
 	stdout, code := rescore("--threshold", "0.9")
 	if code != exitFindings || !strings.Contains(stdout, "matches ≥ 0.90: "+out) {
@@ -445,4 +434,25 @@ func TestDecontamIndexResume(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(idx, "meta.json")); err != nil {
 		t.Errorf("the refused build removed the index: %v", err)
 	}
+}
+
+// newRescoreRun runs a check of the purify fixture (it finds contamination)
+// and returns the fixture, the check's directory, a rescore output
+// directory and a function running `decontam rescore CHECK --out OUT ARGS`
+// through the CLI (its stdout and exit code).
+func newRescoreRun(t *testing.T) (f purifyFixture, check, out string, rescore func(args ...string) (string, int)) {
+	t.Helper()
+	dir := t.TempDir()
+	f = newPurifyFixture(t, dir)
+	check = filepath.Join(dir, "m")
+	if code := exitCode(context.Background(), runDecontamCheck(context.Background(), purifyOpts(f, []string{f.corpus}, check, ""))); code != exitFindings {
+		t.Fatalf("check: exit %d", code)
+	}
+	out = filepath.Join(dir, "r")
+	rescore = func(args ...string) (string, int) {
+		t.Helper()
+		stdout, err := runCLI(t, append([]string{"decontam", "rescore", check, "--out", out}, args...)...)
+		return stdout, exitCode(context.Background(), err)
+	}
+	return f, check, out, rescore
 }
