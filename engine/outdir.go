@@ -182,9 +182,7 @@ func (r *Runner) RunOne(ctx context.Context, one OneStage, opts RunOptions) (*St
 			ErrConfig, spec.Name, p, one.Out, strings.Join(st.Outputs, ", "))
 	}
 	opts.Shard = sh
-	if opts.Writer.RowGroupBytes == 0 {
-		opts.Writer = DefaultWriterOptions()
-	}
+	opts.Writer = opts.Writer.WithDefaultSizes()
 	log := opts.Log
 	if log == nil {
 		log = slog.Default()

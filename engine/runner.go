@@ -68,9 +68,8 @@ func (r *Runner) Run(ctx context.Context, cfg *PipelineConfig, opts RunOptions) 
 	if opts.Shard.Count == 0 {
 		opts.Shard = Shard{0, 1}
 	}
-	if opts.Writer.RowGroupBytes == 0 {
-		opts.Writer = DefaultWriterOptions()
-	}
+	// The sizes are in every stage's fingerprint, so they are resolved here.
+	opts.Writer = opts.Writer.WithDefaultSizes()
 	if err := cfg.CheckStageNames(opts.Only); err != nil {
 		return nil, err
 	}

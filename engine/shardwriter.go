@@ -84,6 +84,20 @@ func DefaultWriterOptions() WriterOptions {
 	return WriterOptions{RowGroupBytes: 64 << 20, ShardBytes: 512 << 20}
 }
 
+// WithDefaultSizes fills in the default row group and shard sizes where o
+// sets none, keeping everything else it sets (the codec, a test's WrapFile
+// or allocator).
+func (o WriterOptions) WithDefaultSizes() WriterOptions {
+	d := DefaultWriterOptions()
+	if o.RowGroupBytes <= 0 {
+		o.RowGroupBytes = d.RowGroupBytes
+	}
+	if o.ShardBytes <= 0 {
+		o.ShardBytes = d.ShardBytes
+	}
+	return o
+}
+
 // ShardInfo describes one committed shard file.
 type ShardInfo struct {
 	Path   string `json:"path"` // relative to the stage directory
@@ -176,12 +190,7 @@ func NewShardWriter[T any](dir, prefix, kind string, opts WriterOptions) (*Shard
 
 // prepareWriter fills opts' defaults, picks the allocator and creates dir.
 func prepareWriter(dir string, opts WriterOptions) (WriterOptions, memory.Allocator, error) {
-	if opts.RowGroupBytes <= 0 {
-		opts.RowGroupBytes = DefaultWriterOptions().RowGroupBytes
-	}
-	if opts.ShardBytes <= 0 {
-		opts.ShardBytes = DefaultWriterOptions().ShardBytes
-	}
+	opts = opts.WithDefaultSizes()
 	if err := opts.Validate(); err != nil {
 		return opts, nil, err
 	}

@@ -284,10 +284,6 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 	if err := checkCompression(&o.Writer); err != nil {
 		return err
 	}
-	if o.Writer.RowGroupBytes == 0 { // RunOne would replace the whole options, codec included
-		d := engine.DefaultWriterOptions()
-		o.Writer.RowGroupBytes, o.Writer.ShardBytes = d.RowGroupBytes, d.ShardBytes
-	}
 	switch o.OnDupID {
 	case "":
 		o.OnDupID = onDupError

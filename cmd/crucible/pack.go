@@ -123,16 +123,8 @@ func runPack(ctx context.Context, o PackOptions) error {
 		}
 	}
 	// The config's sizes decide the shard writer's (as they always did for
-	// the command); tests' WrapFile is kept.
+	// the command); RunOne fills in the defaults for sizes neither sets.
 	w := o.Writer
-	if w.RowGroupBytes == 0 {
-		d := engine.DefaultWriterOptions()
-		d.WrapFile, d.Allocator = w.WrapFile, w.Allocator
-		if w.Compression != "" {
-			d.Compression, d.CompressionLevel = w.Compression, w.CompressionLevel
-		}
-		w = d
-	}
 	if cfg.RowGroupBytes > 0 {
 		w.RowGroupBytes = cfg.RowGroupBytes
 	}
