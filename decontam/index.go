@@ -212,7 +212,7 @@ type Builder struct {
 // between leaves a directory that is no index, never a torn one), then its
 // data files and what dead builds left. Other files are left alone.
 func RemoveIndex(dir string) error {
-	for _, name := range []string{metaFile, entriesFile, sigsFile, gramsFile, designsFile} {
+	for _, name := range indexFiles {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%w: %v", ErrIO, err)
 		}
@@ -227,9 +227,11 @@ func RemoveIndex(dir string) error {
 }
 
 // IndexFile reports whether name is one of an index directory's own files.
-func IndexFile(name string) bool {
-	return slices.Contains([]string{metaFile, entriesFile, sigsFile, gramsFile, designsFile}, name)
-}
+func IndexFile(name string) bool { return slices.Contains(indexFiles, name) }
+
+// indexFiles are an index directory's own files, meta.json (what makes it
+// an index) first.
+var indexFiles = []string{metaFile, entriesFile, sigsFile, gramsFile, designsFile}
 
 // NewBuilder starts an index in dir (created; must not already hold an index).
 func NewBuilder(cfg Config, dir, name, side string) (*Builder, error) {
@@ -411,7 +413,7 @@ func (b *Builder) Finish() error {
 		published = append(published, designsFile)
 	}
 	for _, name := range published {
-		if err := publish(filepath.Join(b.tmp, finalName(name)), filepath.Join(b.dir, name)); err != nil {
+		if err := engine.PublishFile(filepath.Join(b.tmp, finalName(name)), filepath.Join(b.dir, name)); err != nil {
 			return err
 		}
 	}
@@ -426,29 +428,6 @@ func finalName(name string) string {
 		return "final-" + name
 	}
 	return name
-}
-
-// publish fsyncs a finished file and renames it into the index directory
-// (fsynced too, so the rename survives a crash before meta.json does).
-func publish(src, dst string) error {
-	f, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrIO, err)
-	}
-	err = errors.Join(f.Sync(), f.Close())
-	if err == nil {
-		err = os.Rename(src, dst)
-	}
-	if err == nil {
-		var d *os.File
-		if d, err = os.Open(filepath.Dir(dst)); err == nil {
-			err = errors.Join(d.Sync(), d.Close())
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("%w: publish %s: %v", ErrIO, dst, err)
-	}
-	return nil
 }
 
 // rewriteEntries copies the entries from the temporary directory into the

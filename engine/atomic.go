@@ -58,6 +58,17 @@ func commitFile(f *os.File, final string) error {
 	return nil
 }
 
+// PublishFile commits a finished file written under another name (a
+// builder's work directory on the same file system) as final, with
+// commitFile's protocol: fsync, rename, fsync the directory.
+func PublishFile(src, final string) error {
+	f, err := os.OpenFile(src, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	return commitFile(f, final)
+}
+
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

@@ -88,17 +88,25 @@ func (g *PieceWriters[T]) close() ([]ShardInfo, error) {
 	if len(g.pieces) == 1 {
 		return all, nil
 	}
-	for i := range all {
-		name := fmt.Sprintf("%s-%05d.parquet", g.prefix, i)
-		if err := os.Rename(filepath.Join(g.dir, all[i].Path), filepath.Join(g.dir, name)); err != nil {
+	return RenumberShards(g.dir, g.prefix, all)
+}
+
+// RenumberShards renames committed shards (in dir, listed in the order
+// their rows are read) to PREFIX-00000.parquet, PREFIX-00001.parquet, ...:
+// the names one writer of the kind gives, for shards that several writers
+// wrote in parallel. The directory is fsynced once the renames are done.
+func RenumberShards(dir, prefix string, shards []ShardInfo) ([]ShardInfo, error) {
+	for i := range shards {
+		name := fmt.Sprintf("%s-%05d.parquet", prefix, i)
+		if err := os.Rename(filepath.Join(dir, shards[i].Path), filepath.Join(dir, name)); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrIO, err)
 		}
-		all[i].Path = name
+		shards[i].Path = name
 	}
-	if err := syncDir(g.dir); err != nil {
+	if err := syncDir(dir); err != nil {
 		return nil, err
 	}
-	return all, nil
+	return shards, nil
 }
 
 // removeAll removes the committed shards of a group whose Close failed:

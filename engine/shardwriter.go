@@ -591,15 +591,20 @@ func WriteAll[T any](ctx context.Context, dir, prefix, kind string, opts WriterO
 	return w.Close()
 }
 
+// textBuilder is a string or binary column's builder (StringBuilder and
+// BinaryBuilder both are one).
+type textBuilder interface {
+	DataLen() int
+	ReserveData(int)
+}
+
 // builderDataLens are the bytes of string and binary data each field of b
 // holds, taken before its row group is cut.
 func builderDataLens(b *array.RecordBuilder) []int {
 	out := make([]int, len(b.Fields()))
 	for i, f := range b.Fields() {
-		if bb, ok := f.(*array.BinaryBuilder); ok {
-			out[i] = bb.DataLen()
-		} else if sb, ok := f.(*array.StringBuilder); ok {
-			out[i] = sb.DataLen()
+		if tb, ok := f.(textBuilder); ok {
+			out[i] = tb.DataLen()
 		}
 	}
 	return out
@@ -612,13 +617,8 @@ func builderDataLens(b *array.RecordBuilder) []int {
 func reserveLike(b *array.RecordBuilder, sizes []int, rows int64) {
 	for i, f := range b.Fields() {
 		f.Reserve(int(rows))
-		if sizes[i] == 0 {
-			continue
-		}
-		if bb, ok := f.(*array.BinaryBuilder); ok {
-			bb.ReserveData(sizes[i])
-		} else if sb, ok := f.(*array.StringBuilder); ok {
-			sb.ReserveData(sizes[i])
+		if tb, ok := f.(textBuilder); ok && sizes[i] > 0 {
+			tb.ReserveData(sizes[i])
 		}
 	}
 }

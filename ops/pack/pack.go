@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -381,31 +380,10 @@ func writePacked[T any](ctx context.Context, out target, bins [][]int, row func(
 		shards = append(shards, r...)
 	}
 	if out.sc == nil && parts > 1 {
-		return renumberPacked(out.dir, shards)
-	}
-	return shards, nil
-}
-
-// renumberPacked gives the shards of parallel writers (packed-PP-NNNNN) the
-// one naming scheme every packed output has, packed-NNNNN.parquet in bin
-// order, whatever the input size. The files are already committed; the pack
-// manifest, written after this, is what makes the output complete, so a
-// crash in between leaves an output that a re-run replaces.
-func renumberPacked(dir string, shards []engine.ShardInfo) ([]engine.ShardInfo, error) {
-	for i := range shards {
-		name := fmt.Sprintf("%s-%05d.parquet", KindPacked, i)
-		if err := os.Rename(filepath.Join(dir, shards[i].Path), filepath.Join(dir, name)); err != nil {
-			return nil, fmt.Errorf("%w: %v", engine.ErrIO, err)
-		}
-		shards[i].Path = name
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", engine.ErrIO, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return nil, fmt.Errorf("%w: %v", engine.ErrIO, err)
+		// The files are already committed; the pack manifest, written after
+		// this, is what makes the output complete, so a crash in between
+		// leaves an output that a re-run replaces.
+		return engine.RenumberShards(out.dir, KindPacked, shards)
 	}
 	return shards, nil
 }
