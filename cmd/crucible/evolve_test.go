@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,9 +102,7 @@ func TestEvolveThenAdmit(t *testing.T) {
 // identical run skips; a changed flag, a changed --config file, a changed
 // seed file or --force runs it again.
 func TestEvolveSkipsWhenCurrent(t *testing.T) {
-	if _, err := exec.LookPath("iverilog"); err != nil {
-		t.Skip("iverilog missing")
-	}
+	testenv.Tools(t, "iverilog")
 	root := testenv.RepoRoot(t)
 	seeds, tmp := t.TempDir(), t.TempDir()
 	if err := os.CopyFS(filepath.Join(seeds, "s"), os.DirFS(filepath.Join(root, "examples", "seeds", "rtl", "counter_updown4_arst_n"))); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,9 +54,7 @@ func TestRTLRerunsKeepContentHashes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the CLI and simulates")
 	}
-	if _, err := exec.LookPath("iverilog"); err != nil {
-		t.Skip("iverilog not installed (scripts/setup.sh installs it)")
-	}
+	testenv.Tools(t, "iverilog")
 	dir := t.TempDir()
 	seeds := filepath.Join(testenv.RepoRoot(t), "examples", "seeds", "rtl")
 	for _, task := range []string{"counter_gray4", "comparator8_signed", "arbiter_fixed4"} {

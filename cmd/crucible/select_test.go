@@ -5,7 +5,6 @@ import (
 	"github.com/crucible-data/crucible/internal/testenv"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -35,12 +34,7 @@ func selReadKind[T any](t *testing.T, dir, kind string) []T {
 // example rollout table with the real RTL verifier (Icarus), then `crucible
 // compose` on its gap tasks.
 func TestSelectAndComposeOnTheBundledRollouts(t *testing.T) {
-	if _, err := exec.LookPath("iverilog"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("iverilog not installed (scripts/setup.sh installs it)")
-		}
-		t.Skip("iverilog not installed; run scripts/setup.sh")
-	}
+	testenv.Tools(t, "iverilog")
 	root := testenv.RepoRoot(t)
 	tmp := t.TempDir()
 	itemsDir, selDir, compDir := filepath.Join(tmp, "items"), filepath.Join(tmp, "select"), filepath.Join(tmp, "compose")

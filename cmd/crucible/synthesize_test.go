@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -80,12 +79,7 @@ func synthScript(t *testing.T, items []engine.Item) http.Handler {
 // `crucible verify rtl` says about the same code, and every trajectory
 // passes at round 3 as scripted.
 func TestSynthesizeOnTheBundledCorpusMatchesVerifyRTL(t *testing.T) {
-	if _, err := exec.LookPath("iverilog"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("iverilog not installed (scripts/setup.sh installs it)")
-		}
-		t.Skip("iverilog not installed; run scripts/setup.sh")
-	}
+	testenv.Tools(t, "iverilog")
 	root := testenv.RepoRoot(t)
 	tmp := t.TempDir()
 	ctx := context.Background()
@@ -214,12 +208,7 @@ func copyTree(t *testing.T, src, dst string) {
 // file or --force runs again; the manifest has a config hash and every file
 // of the task folders hashed.
 func TestSynthesizeRerunSkipsUnlessUnfinished(t *testing.T) {
-	if _, err := exec.LookPath("iverilog"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("iverilog not installed (scripts/setup.sh installs it)")
-		}
-		t.Skip("iverilog not installed; run scripts/setup.sh")
-	}
+	testenv.Tools(t, "iverilog")
 	root := testenv.RepoRoot(t)
 	tmp := t.TempDir()
 	ctx := context.Background()

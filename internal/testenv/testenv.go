@@ -4,6 +4,7 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -40,4 +41,19 @@ func Dataset(t testing.TB, rel string) string {
 		t.Skipf("dataset %s not found; skipping (place the public sets in ../shared/datasets)", p)
 	}
 	return p
+}
+
+// Tools requires the named programs on PATH, as Dataset requires a
+// dataset: a missing one fails the test when CI is set (scripts/setup.sh
+// installs them) and skips it otherwise.
+func Tools(t testing.TB, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s not installed (CI is set; scripts/setup.sh installs it)", n)
+			}
+			t.Skipf("%s not installed; run scripts/setup.sh", n)
+		}
+	}
 }
