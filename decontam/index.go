@@ -210,16 +210,11 @@ type Builder struct {
 
 // RemoveIndex removes the index in dir, meta.json first (so a crash in
 // between leaves a directory that is no index, never a torn one), then its
-// data files and what dead builds left. Other files are left alone.
+// data files. Other files are left alone; what dead builds left goes when
+// the next build starts (NewBuilder).
 func RemoveIndex(dir string) error {
 	for _, name := range indexFiles {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%w: %v", ErrIO, err)
-		}
-	}
-	stale, _ := filepath.Glob(filepath.Join(dir, ".build-*"))
-	for _, d := range stale {
-		if err := os.RemoveAll(d); err != nil {
 			return fmt.Errorf("%w: %v", ErrIO, err)
 		}
 	}
