@@ -171,6 +171,11 @@ func TestDecontamCheckKernelBehavioural(t *testing.T) {
 				if err != nil || len(rows) != 1 || rows[0].Row != tc.wantRow || rows[0].CorpusID != tc.wantMatch || rows[0].BenchmarkID != "matmul_f32_64" {
 					t.Errorf("behavioural contaminated rows %+v (%v), want row %d", rows, err, tc.wantRow)
 				}
+				// The run record keeps the kernel pass: rescored, the
+				// behavioural match (score 1) stays.
+				if _, err := runCLI(t, "decontam", "rescore", out, "--threshold", "0.99"); exitCode(context.Background(), err) != exitFindings {
+					t.Errorf("rescore: %v, want exit 6", err)
+				}
 			}
 			if tc.wantCounts != nil {
 				var man engine.Manifest
