@@ -67,14 +67,19 @@ func newKernelIndex(name string, items []BenchItem) *BehaviouralIndex {
 }
 
 // kernelDesigns is the design source of corpus kernel items: each item's
-// reference with its declared signature (no tool reads it).
-func kernelDesigns(items []engine.Item, bx *BehaviouralIndex) designSource {
+// reference with its declared signature (no tool reads it). rows are the
+// items' places in the corpus (nil: their places in items).
+func kernelDesigns(items []engine.Item, rows []int64, bx *BehaviouralIndex) designSource {
 	return func(ctx context.Context, fn func(designBatch) error) error {
-		for row, it := range items {
+		for i, it := range items {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			b := designBatch{row: int64(row), id: it.ItemID}
+			row := int64(i)
+			if rows != nil {
+				row = rows[i]
+			}
+			b := designBatch{row: row, id: it.ItemID}
 			if ExecutableKernel(it) {
 				b.designs = []*bhvDesign{{field: "reference", code: it.Reference, top: it.Verifier.Top,
 					iface: bx.sigs.iface(it.Verifier.Top, it.Interface.Args, false)}}
@@ -132,4 +137,18 @@ func splitKernelItems(items []BenchItem) (rtlItems, kernelItems []BenchItem) {
 		}
 	}
 	return rtlItems, kernelItems
+}
+
+// KernelSuffix marks a benchmark's kernel pass in its summary (and so in
+// the check command's manifest counts), apart from its RTL pass.
+const KernelSuffix = " (kernel)"
+
+// checkKernels is the one kernel matcher of both callers (the stage, over
+// its part's items; the check command, over a KernelCorpus): items run
+// against the benchmark's kernel problems of their signature.
+func checkKernels(ctx context.Context, kx *BehaviouralIndex, judge engine.Judge, items []engine.Item, rows []int64, cfg BehaviouralConfig, fn func(record int64, m Match) error) (BehaviouralSummary, error) {
+	cfg.defaults()
+	s, err := checkDesigns(ctx, kx, judge, kernelDesigns(items, rows, kx), cfg, fn)
+	s.Benchmark += KernelSuffix
+	return s, err
 }

@@ -23,7 +23,7 @@ import (
 type BehaviouralBenchmark struct {
 	Spec    BenchmarkSpec
 	Index   *BehaviouralIndex // its RTL problems (nil: none)
-	Kernels *BehaviouralIndex // its CPU kernel problems (nil: none; the stage matches them, against items stating their arguments)
+	Kernels *BehaviouralIndex // its CPU kernel problems (nil: none), matched against corpus items stating their arguments (checkKernels)
 	NotRun  string            // set when it has neither
 }
 
@@ -42,10 +42,11 @@ func (b BenchmarkSpec) DisplayName() string {
 	return strings.TrimSuffix(filepath.Base(b.Path), filepath.Ext(b.Path))
 }
 
-// OpenBehaviouralBenchmarks loads each benchmark file's executable RTL
-// problems and indexes their interfaces. A benchmark that has none (an
-// index directory, a prompt-only or kernel benchmark) comes back with
-// NotRun set rather than as an error: lexical matching still covers it.
+// OpenBehaviouralBenchmarks loads each benchmark file's executable
+// problems: RTL ones with their interfaces indexed, CPU kernel ones by
+// argument signature. A benchmark that has none (an index directory, a
+// prompt-only benchmark) comes back with NotRun set rather than as an
+// error: lexical matching still covers it.
 func OpenBehaviouralBenchmarks(ctx context.Context, specs []BenchmarkSpec, cfg BehaviouralConfig) ([]BehaviouralBenchmark, error) {
 	out := make([]BehaviouralBenchmark, 0, len(specs))
 	for _, spec := range specs {

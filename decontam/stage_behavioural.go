@@ -185,11 +185,10 @@ func runBehaviouralPass(ctx context.Context, sc *engine.StageContext, cfg StageC
 	}
 	defer done()
 	for _, kx := range kernelIx {
-		s, err := checkDesigns(ctx, kx, judge, kernelDesigns(items, kx), bcfg, found)
+		s, err := checkKernels(ctx, kx, judge, items, nil, bcfg, found)
 		if err != nil {
 			return err
 		}
-		s.Benchmark += " (kernel)"
 		if err := report(s); err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,8 +13,6 @@ import (
 	"github.com/crucible-data/crucible/decontam/decontamtest"
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/engine/stagetest"
-	"github.com/crucible-data/crucible/internal/testenv"
-	"github.com/crucible-data/crucible/kernels"
 )
 
 // writeStagePipeline writes dir/items.jsonl and a pipeline whose decontam
@@ -212,28 +209,6 @@ func TestStageMethodsConfig(t *testing.T) {
 	}
 }
 
-// mmSwapped is the matmul_f32_64 seed rewritten: another name, arguments
-// renamed and reordered (the right operand first), a row-pointer loop.
-const mmSwapped = `#include <stdint.h>
-void mm_rewrite(float *out, const float *q, const float *p, int64_t size) {
-	for (int64_t r = 0; r < size; r++) {
-		const float *prow = p + r * size;
-		for (int64_t col = 0; col < size; col++) {
-			double s = 0;
-			for (int64_t t = 0; t < size; t++) s += (double)prow[t] * q[t * size + col];
-			out[r * size + col] = (float)s;
-		}
-	}
-}
-`
-
-// addSameShape has mmSwapped's signature and adds instead.
-const addSameShape = `#include <stdint.h>
-void addmat(const float *x, const float *y, float *z, int64_t n) {
-	for (int64_t i = 0; i < n * n; i++) z[i] = x[i] + y[i];
-}
-`
-
 // TestStageBehaviouralKernels: a CPU kernel item whose arguments fit a
 // benchmark kernel task's (renamed, reordered) and whose function is that
 // task's is rejected as contaminated by behavioural matching on the CPU
@@ -242,40 +217,12 @@ void addmat(const float *x, const float *y, float *z, int64_t n) {
 // another signature, is never run against either. Behavioural alone: the
 // lexical channel flags kernels this short structurally anyway.
 func TestStageBehaviouralKernels(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("gcc not found (CI is set)")
-		}
-		t.Skip("gcc not found; the kernel CPU backend needs it")
-	}
+	decontamtest.RequireKernelCC(t)
 	dir := t.TempDir()
-	var bench strings.Builder
-	for _, seed := range []string{"matmul_f32_64", "vector_add_f32"} {
-		it, err := kernels.LoadSeedDir(filepath.Join(testenv.RepoRoot(t), "examples", "seeds", "kernel", seed))
-		if err != nil {
-			t.Fatal(err)
-		}
-		line, _ := json.Marshal(it)
-		bench.Write(append(line, '\n'))
-	}
-	os.WriteFile(filepath.Join(dir, "kbench.jsonl"), []byte(bench.String()), 0o644)
-	mat := []int64{64, 64}
-	kernelItem := func(id, top, ref string, names ...string) engine.Item {
-		roles := map[string]string{"out": "output", "z": "output", "size": "scalar", "n": "scalar"}
-		it := engine.Item{ItemID: id, Domain: engine.DomainKernel, Instruction: "A 64x64 float kernel.", Reference: ref,
-			Verifier: engine.Verifier{Kind: "kernel", Harness: "cpu", Top: top}}
-		for _, n := range names {
-			a := engine.KernelArg{Name: n, Role: cmpOr(roles[n], "input"), Shape: mat, DType: "float32"}
-			if a.Role == "scalar" {
-				a.Shape, a.DType = []int64{64}, "int64"
-			}
-			it.Interface.Args = append(it.Interface.Args, a)
-		}
-		return it
-	}
+	decontamtest.WriteKernelBench(t, dir, "matmul_f32_64", "vector_add_f32")
 	items := []engine.Item{
-		kernelItem("mm", "mm_rewrite", mmSwapped, "out", "q", "p", "size"),
-		kernelItem("add", "addmat", addSameShape, "x", "y", "z", "n"),
+		decontamtest.KernelItem("mm", "mm_rewrite", decontamtest.MatmulRewrite, "out", "q", "p", "size"),
+		decontamtest.KernelItem("add", "addmat", decontamtest.AddSameShape, "x", "y", "z", "n"),
 	}
 	writeStagePipeline(t, dir, "kbench.jsonl, id_field: item_id", items, "      methods: [behavioural]\n      kernel: {backend: cpu, trials: 2, workers: 2}\n")
 	runItemsPipeline(t, dir, decontamStages())
@@ -298,11 +245,4 @@ func TestStageBehaviouralKernels(t *testing.T) {
 	if c["behavioural.simulations"] != 4 || c["behavioural.pairs_compatible"] != 2 || c["behavioural.pairs_pruned"] != 2 || c["behavioural.matches"] != 1 || c["behavioural.unjudged"] != 0 {
 		t.Errorf("counts %v", c)
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/crucible-data/crucible/decontam"
 	"github.com/crucible-data/crucible/dedup"
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/kernels"
 )
 
 // defaultCorpusFields are the corpus text fields tried when --corpus-field
@@ -305,6 +306,21 @@ or built with --method lexical) is matched lexically only, with a note on
 stderr. --method behavioural where it cannot run (no tools, a corpus index
 without an interface index, no executable benchmark) is exit 2.
 
+Kernel problems (a --benchmark of items that are CPU kernel tasks: domain
+kernel, verifier harness cpu and top, interface.args, a reference) are
+matched against the --corpus rows that are such items too (read with the
+item reader 'crucible ingest' uses): a corpus kernel whose argument
+signature (each argument's role, dtype and shape; names and order free)
+is a problem's runs, through a C wrapper with the problem's entry point and
+each argument mapping, against the problem's reference with the kernel
+verifier (CPU backend, gcc) on fresh inputs; a pass is a match as above,
+port_mapping naming the corpus argument each problem argument got. Its
+summary and counts carry the benchmark's name with " (kernel)". Corpus rows
+that are not items (plain text), items without such kernels, or a
+--corpus-index (which keeps no kernel arguments) get a note on stderr; with
+--method behavioural that is exit 2 when no RTL pass ran either, and a
+missing gcc is exit 2.
+
 --corpus (and 'decontam index --in') take files, quoted globs and
 directories as 'crucible dedup --in' does.
 
@@ -349,7 +365,7 @@ Exit codes: 0 clean, 6 contamination found, 2 bad flags, 3 bad input, 4 output n
 	f.StringVar(&o.Out, "out", "", "output directory for matches (required)")
 	f.StringVar(&o.Purify, "purify", "", "also write the corpus minus its contaminated rows to this directory (kept-*.parquet, removed-*.parquet, manifest.json; --corpus only)")
 	f.IntVar(&o.Workers, "workers", o.Workers, "matching workers")
-	f.StringSliceVar(&o.Methods, "method", []string{methodAuto}, "lexical | behavioural | all | auto (repeatable or comma list): auto is lexical plus behavioural where a --benchmark file carries executable RTL harnesses and Icarus and Yosys are here (else a note on stderr)")
+	f.StringSliceVar(&o.Methods, "method", []string{methodAuto}, "lexical | behavioural | all | auto (repeatable or comma list): auto is lexical plus behavioural where a --benchmark file carries executable RTL harnesses and Icarus and Yosys are here, or CPU kernel tasks, corpus kernel items and gcc (else a note on stderr)")
 	f.BoolVar(&o.Force, "force", false, "check (and purify) even when the manifests in --out (and --purify) are current")
 	sf = bindDecontamConfig(c, &o.Config)
 	addCompressionFlags(c, &o.Writer)
@@ -422,14 +438,14 @@ func (m checkMethods) names() []string {
 
 // behaviouralTools is where the tools a behavioural pass runs are found,
 // for the fingerprint of a check that may run one: under auto, a check
-// redone once Icarus or Yosys is installed (or moved) matches
-// behaviourally, so it must not skip as current.
+// redone once Icarus or Yosys (or, for kernel problems, the C compiler) is
+// installed (or moved) matches behaviourally, so it must not skip as current.
 func behaviouralTools(m checkMethods) map[string]string {
 	if !m.behavioural && !m.auto {
 		return nil
 	}
 	tools := map[string]string{}
-	for _, t := range []string{"iverilog", "vvp", "yosys"} {
+	for _, t := range []string{"iverilog", "vvp", "yosys", kernels.DefaultConfig().CC} {
 		p, _ := exec.LookPath(t)
 		tools[t] = p
 	}

@@ -57,8 +57,11 @@ func parseMethods(vals []string) (checkMethods, error) {
 }
 
 // runBehavioural is the behavioural pass of `decontam check` over every
-// --benchmark file with executable RTL problems. It returns one summary per
-// benchmark checked; fn gets each match (row = place in the corpus).
+// --benchmark file with executable problems: RTL problems against the
+// corpus designs (runRTLBehavioural), CPU kernel problems against the
+// corpus kernel items (runKernelBehavioural). It returns one summary per
+// pass run, RTL ones first, in the order their matches went to fn (row =
+// place in the corpus): the order the run record (decontam rescore) needs.
 func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods, stderr io.Writer, fn func(row int64, m decontam.Match) error) ([]decontam.BehaviouralSummary, error) {
 	if !m.behavioural && !m.auto {
 		return nil, nil
@@ -87,25 +90,59 @@ func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods,
 	if err != nil {
 		return nil, err
 	}
-	var benches []*decontam.BehaviouralIndex
+	var benches, kernelBenches []*decontam.BehaviouralIndex
 	for _, b := range all {
-		switch {
-		case b.Index != nil:
+		if b.Index != nil {
 			benches = append(benches, b.Index)
-		case b.Kernels != nil:
-			fmt.Fprintf(stderr, "decontam: benchmark %s: its kernel problems are matched behaviourally by the decontam pipeline stage only (corpus items must state their arguments)\n", b.Spec.Path)
+		}
+		if b.Kernels != nil {
+			kernelBenches = append(kernelBenches, b.Kernels)
+		}
+		switch {
 		case b.NotRun == decontam.NotRunIndexDir:
 			fmt.Fprintf(stderr, "decontam: behavioural matching skips benchmark %s: %s\n", b.Spec.Path, b.NotRun)
-		case !m.auto:
+		case b.NotRun != "" && !m.auto:
 			fmt.Fprintf(stderr, "decontam: benchmark %s has %s: not matched behaviourally\n", b.Spec.Path, b.NotRun)
 		}
 	}
-	if len(benches) == 0 {
+	if len(benches)+len(kernelBenches) == 0 {
 		if !m.auto {
-			return nil, fmt.Errorf("%w: --method behavioural: no --benchmark file carries executable RTL problems", errUsage)
+			return nil, fmt.Errorf("%w: --method behavioural: no --benchmark file carries executable problems (RTL problems with a harness and a reference, or CPU kernel tasks stating their arguments)", errUsage)
 		}
 		return nil, nil
 	}
+	var sums []decontam.BehaviouralSummary
+	rtlRan := false
+	if len(benches) > 0 {
+		s, err := runRTLBehavioural(ctx, o, m, stderr, benches, cix, cfg, fn)
+		if err != nil {
+			return nil, err
+		}
+		sums, rtlRan = append(sums, s...), s != nil
+	}
+	if len(kernelBenches) > 0 {
+		s, why, err := runKernelBehavioural(ctx, o, m, kernelBenches, cix != nil, cfg, fn)
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			// Behavioural asked for by name must match something: when
+			// neither kind of problem could be, the check fails.
+			if !m.auto && !rtlRan {
+				return nil, fmt.Errorf("%w: --method behavioural: %s", errUsage, why)
+			}
+			fmt.Fprintf(stderr, "decontam: %s\n", why)
+		}
+		sums = append(sums, s...)
+	}
+	return sums, nil
+}
+
+// runRTLBehavioural matches the benchmarks' RTL problems: against the
+// corpus rows' designs, or the designs of the corpus index cix. nil
+// summaries (and a note on stderr) when auto and the tools are missing.
+func runRTLBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods, stderr io.Writer, benches []*decontam.BehaviouralIndex, cix *decontam.DesignIndex,
+	cfg decontam.BehaviouralConfig, fn func(row int64, m decontam.Match) error) ([]decontam.BehaviouralSummary, error) {
 	vcfg := rtl.DefaultConfig()
 	vcfg.Workers = max(o.Workers, 1)
 	v, err := rtl.NewVerifier(vcfg)

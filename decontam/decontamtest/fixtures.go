@@ -1,7 +1,8 @@
 // Package decontamtest holds the fixtures that the decontam package's
 // tests and the decontam command's tests share: a VerilogEval problem
-// re-encoded so that lexical matching cannot see it, and a benchmark
-// subset writer, so both suites exercise one rewrite.
+// re-encoded so that lexical matching cannot see it, a kernel seed
+// rewritten likewise, and writers of benchmark subsets, so both suites
+// exercise one rewrite.
 package decontamtest
 
 import (
@@ -14,7 +15,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/internal/testenv"
+	"github.com/crucible-data/crucible/kernels"
 )
 
 // FaddLUT is VerilogEval's Prob027_fadd as a case table, ports renamed and
@@ -79,5 +82,82 @@ func RequireBehaviouralTools(t testing.TB) {
 			}
 			t.Skipf("%s not found; behavioural matching needs Icarus and Yosys", tool)
 		}
+	}
+}
+
+// MatmulRewrite is the matmul_f32_64 kernel seed rewritten: another name,
+// arguments renamed and reordered (the right operand first), a row-pointer
+// loop. Behaviourally the seed under the mapping a=p, b=q, c=out, n=size.
+const MatmulRewrite = `#include <stdint.h>
+void mm_rewrite(float *out, const float *q, const float *p, int64_t size) {
+	for (int64_t r = 0; r < size; r++) {
+		const float *prow = p + r * size;
+		for (int64_t col = 0; col < size; col++) {
+			double s = 0;
+			for (int64_t t = 0; t < size; t++) s += (double)prow[t] * q[t * size + col];
+			out[r * size + col] = (float)s;
+		}
+	}
+}
+`
+
+// AddSameShape has MatmulRewrite's signature and adds instead: it runs
+// against matmul_f32_64 and must not match.
+const AddSameShape = `#include <stdint.h>
+void addmat(const float *x, const float *y, float *z, int64_t n) {
+	for (int64_t i = 0; i < n * n; i++) z[i] = x[i] + y[i];
+}
+`
+
+// KernelItem is a CPU kernel item over 64×64 float32 matrices: arguments
+// named out or z are outputs, size or n the int64 scalar 64, the others
+// inputs, in the order given.
+func KernelItem(id, top, ref string, names ...string) engine.Item {
+	roles := map[string]string{"out": "output", "z": "output", "size": "scalar", "n": "scalar"}
+	it := engine.Item{ItemID: id, Domain: engine.DomainKernel, Instruction: "A 64x64 float kernel.", Reference: ref,
+		Verifier: engine.Verifier{Kind: engine.VerifierKernel, Harness: "cpu", Top: top}}
+	for _, n := range names {
+		a := engine.KernelArg{Name: n, Role: roles[n], Shape: []int64{64, 64}, DType: "float32"}
+		switch a.Role {
+		case "":
+			a.Role = "input"
+		case "scalar":
+			a.Shape, a.DType = []int64{64}, "int64"
+		}
+		it.Interface.Args = append(it.Interface.Args, a)
+	}
+	return it
+}
+
+// WriteKernelBench writes the named kernel seeds of examples/seeds/kernel
+// to dir/kbench.jsonl as item rows (ids in item_id), a benchmark of CPU
+// kernel problems.
+func WriteKernelBench(t testing.TB, dir string, seeds ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, seed := range seeds {
+		it, err := kernels.LoadSeedDir(filepath.Join(testenv.RepoRoot(t), "examples", "seeds", "kernel", seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, _ := json.Marshal(it)
+		b.Write(append(line, '\n'))
+	}
+	p := filepath.Join(dir, "kbench.jsonl")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// RequireKernelCC skips t (fails it under CI) unless gcc, which the kernel
+// CPU backend compiles with, is on PATH.
+func RequireKernelCC(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("gcc not found (CI is set)")
+		}
+		t.Skip("gcc not found; the kernel CPU backend needs it")
 	}
 }
