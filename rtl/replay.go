@@ -50,6 +50,23 @@ func recorderText(in, out []modulePort, openInInitial bool) string {
 	}
 	inF, inA := names(in)
 	outF, outA := names(out)
+	// The input records are packed (one concatenated value, see trace.go):
+	// the widths they are split by are written once, from $bits.
+	widths := func(kind string, ps []modulePort) string {
+		var f, a []string
+		for _, p := range ps {
+			f = append(f, "%0d")
+			a = append(a, "$bits("+vIdent(p.Name)+")")
+		}
+		return fmt.Sprintf("    $fwrite(crucible_tfd, \"w %s %s\\n\", %s);\n", kind, strings.Join(f, " "), strings.Join(a, ", "))
+	}
+	concat := func(ps []modulePort) string {
+		var a []string
+		for _, p := range ps {
+			a = append(a, vIdent(p.Name))
+		}
+		return strings.Join(a, ", ")
+	}
 	now := "$realtime * crucible_fs"
 	b.WriteString("\n  // ---- crucible trace recorder (trusted run only) ----\n")
 	// Icarus opens the file in the declaration, before any process runs;
@@ -64,6 +81,9 @@ func recorderText(in, out []modulePort, openInInitial bool) string {
 		b.WriteString("  initial begin\n")
 	}
 	b.WriteString("    $display(\"" + timescaleMarker + "\");\n    $printtimescale;\n")
+	if len(in) > 0 {
+		b.WriteString(widths("i", in))
+	}
 	// $fstrobe takes only plain variables: the time goes through one.
 	if len(in) > 0 {
 		fmt.Fprintf(&b, "    $fstrobe(crucible_tfd, \"I 0%s\"%s);\n", inF, inA)
@@ -77,12 +97,17 @@ func recorderText(in, out []modulePort, openInInitial bool) string {
 		// region has drained (#0 reached): non-blocking stimulus behind an
 		// edge. The replay applies the phase-0 states of a timestep as one
 		// and each later state after a #0, which is what the design saw.
-		b.WriteString("  real crucible_in_t = -1.0;\n  reg crucible_late = 1'b0;\n  reg crucible_kick = 1'b0;\n")
+		// $realtime is a VPI call too: read once per event.
+		b.WriteString("  real crucible_in_t = -1.0;\n  real crucible_rt;\n  reg crucible_late = 1'b0;\n  reg crucible_kick = 1'b0;\n")
 		b.WriteString("  always @(crucible_kick) #0 crucible_late = 1'b1;\n")
 		fmt.Fprintf(&b, "  always @(%s) begin\n", sensList(in))
-		b.WriteString("    if ($realtime != crucible_in_t) begin\n      crucible_in_t = $realtime;\n      crucible_late = 1'b0;\n      crucible_kick = ~crucible_kick;\n    end\n")
-		fmt.Fprintf(&b, "    $fwrite(crucible_tfd, \"i %%0.0f %%0d%s\\n\", %s, crucible_late%s);\n  end\n", inF, now, inA)
+		b.WriteString("    crucible_rt = $realtime;\n")
+		b.WriteString("    if (crucible_rt != crucible_in_t) begin\n      crucible_in_t = crucible_rt;\n      crucible_late = 1'b0;\n      crucible_kick = ~crucible_kick;\n    end\n")
+		fmt.Fprintf(&b, "    $fwrite(crucible_tfd, \"j %%0.0f %%b\\n\", crucible_rt * crucible_fs, {crucible_late, %s});\n  end\n", concat(in))
 	}
+	// Outputs stay one value per port: $fstrobe takes plain signals only,
+	// and a net of the packed outputs would need their total width, which
+	// Icarus 11 gets wrong from $bits in a declaration.
 	b.WriteString("  real crucible_now;\n")
 	fmt.Fprintf(&b, "  always @(%s) begin\n    crucible_now = %s;\n    $fstrobe(crucible_tfd, \"v %%0.0f%s\", crucible_now%s);\n  end\n", sensList(out), now, outF, outA)
 	fmt.Fprintf(&b, "  final $fwrite(crucible_tfd, \"e %%0.0f\\n\", %s);\n", now)
@@ -208,7 +233,7 @@ func replayDriverN(rt *refTrace, duts, files []string, timescale, suffix string,
 	}
 	w("`timescale 1fs/1fs")
 	w("module %s;", top)
-	var inConns, ins, outF []string
+	var inConns, ins []string
 	total := 0
 	for i, p := range rt.In {
 		n := fmt.Sprintf("crucible_i%d", i)
@@ -229,9 +254,6 @@ func replayDriverN(rt *refTrace, duts, files []string, timescale, suffix string,
 		w("  %s crucible_dut%d (%s);", vIdent(dut), k, strings.Join(conns, ", "))
 		w("  integer crucible_fd%d;", k)
 	}
-	for range rt.Out {
-		outF = append(outF, "%b")
-	}
 	w("  integer crucible_sfd, crucible_k, crucible_nb;")
 	w("  reg [63:0] crucible_dt;")
 	if total > 0 {
@@ -239,7 +261,21 @@ func replayDriverN(rt *refTrace, duts, files []string, timescale, suffix string,
 	} else if poll {
 		decl("reg", 1, "crucible_v") // probe lines of a design without inputs carry one 0
 	}
-	vfmt := "v %0d " + strings.Join(outF, " ")
+	// Outputs are recorded packed (trace.go): one concatenated value per
+	// record, split by the widths the driver declared.
+	var ow []string
+	for _, wd := range rt.OutWidths {
+		ow = append(ow, fmt.Sprint(wd))
+	}
+	vfmt := "u %0d %b"
+	totalOut := 0
+	for _, wd := range rt.OutWidths {
+		totalOut += wd
+	}
+	cat := func(k int) string { return fmt.Sprintf("crucible_ocat%d", k) }
+	for k := range duts { // $fstrobe takes plain signals only
+		w("  wire [%d:0] crucible_ocat%d = {%s};", totalOut-1, k, strings.Join(outs[k], ", "))
+	}
 	each := func(format string, a func(k int) []any) {
 		for k := range duts {
 			w(format, a(k)...)
@@ -254,9 +290,8 @@ func replayDriverN(rt *refTrace, duts, files []string, timescale, suffix string,
 	w("  time crucible_now;")
 	w("  initial begin")
 	each("    crucible_fd%d = $fopen(%q, \"w\");", func(k int) []any { return []any{k, files[k]} })
-	each("    $fstrobe(crucible_fd%d, %q, %s);", func(k int) []any {
-		return []any{k, "v 0 " + strings.Join(outF, " "), strings.Join(outs[k], ", ")}
-	})
+	each("    $fwrite(crucible_fd%d, %q);", func(k int) []any { return []any{k, "w o " + strings.Join(ow, " ") + "\n"} })
+	each("    $fstrobe(crucible_fd%d, %q, %s);", func(k int) []any { return []any{k, "u 0 %b", cat(k)} })
 	var st strings.Builder
 	last := int64(0)
 	if poll {
@@ -270,7 +305,7 @@ func replayDriverN(rt *refTrace, duts, files []string, timescale, suffix string,
 			w("      else if (crucible_nb == 0) {%s} = crucible_v;", strings.Join(ins, ", "))
 		}
 		w("      crucible_now = $time;")
-		each("      $fstrobe(crucible_fd%d, %q, crucible_now, %s);", func(k int) []any { return []any{k, vfmt, strings.Join(outs[k], ", ")} })
+		each("      $fstrobe(crucible_fd%d, %q, crucible_now, %s);", func(k int) []any { return []any{k, vfmt, cat(k)} })
 		w("    end")
 		for _, e := range events {
 			v := strings.Join(e.Vals, "")
@@ -305,7 +340,7 @@ func replayDriverN(rt *refTrace, duts, files []string, timescale, suffix string,
 		for k := range duts {
 			w("  always @(%s) begin", strings.Join(outs[k], " or "))
 			w("    crucible_now = $time;")
-			w("    $fstrobe(crucible_fd%d, %q, crucible_now, %s);", k, vfmt, strings.Join(outs[k], ", "))
+			w("    $fstrobe(crucible_fd%d, %q, crucible_now, %s);", k, vfmt, cat(k))
 			w("  end")
 		}
 	}

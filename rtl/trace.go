@@ -23,6 +23,19 @@ import (
 //	e <fs>            the end of the run (its absence means the run was cut short)
 //	s <fs>            (samples file) a harness sample instant
 //
+// and, as the recorders write them, the packed forms of the i and v records:
+//
+//	w i <width>...    the input ports' widths, w o <width>... the outputs'
+//	                  (anywhere in the file: a record can precede them)
+//	j <fs> <p><in>    an i record with the phase bit and every input value
+//	                  concatenated into one value
+//	u <fs> <out>      a v record with the output values concatenated
+//
+// One value per record instead of one per port: each value of a Verilog
+// $fwrite or $fstrobe is a VPI value fetch, and in the trusted run of a long
+// sequential task those fetches were most of the recorder's cost (the
+// recorder itself most of the trusted run's cost over a plain run).
+//
 // Times are integral femtoseconds. A value is a string of 0 1 x z, one per
 // bit, most significant first; each port keeps one width in a trace.
 
@@ -55,6 +68,10 @@ func parseTrace(data []byte, nIn, nOut int) (traceRecords, error) {
 	outW := make([]int, nOut)
 	sc := bufio.NewScanner(strings.NewReader(string(data)))
 	sc.Buffer(make([]byte, 0, 64<<10), maxTraceLine)
+	packedIn, packedOut, err := packedWidths(data, nIn, nOut)
+	if err != nil {
+		return tr, err
+	}
 	var last int64 = -1
 	lineNo := 0
 	for sc.Scan() {
@@ -69,6 +86,26 @@ func parseTrace(data []byte, nIn, nOut int) (traceRecords, error) {
 		f := strings.Fields(line)
 		if len(f) < 2 || len(f[0]) != 1 {
 			return tr, fmt.Errorf("%w: trace line %d: %q is not a record", ErrParse, lineNo, truncate(line, 80))
+		}
+		if f[0] == "w" { // read by packedWidths
+			continue
+		}
+		if f[0] == "j" || f[0] == "u" {
+			widths, kind, have := packedOut, "v", packedOut != nil
+			if f[0] == "j" {
+				widths, kind, have = append([]int{1}, packedIn...), "i", packedIn != nil || nIn == 0
+			}
+			if !have {
+				return tr, fmt.Errorf("%w: trace line %d: packed record without its width record", ErrParse, lineNo)
+			}
+			if len(f) != 3 {
+				return tr, fmt.Errorf("%w: trace line %d: a packed record holds one value", ErrParse, lineNo)
+			}
+			vals, err := unpackBits(f[2], widths)
+			if err != nil {
+				return tr, fmt.Errorf("%w: trace line %d: %v", ErrParse, lineNo, err)
+			}
+			f = append([]string{kind, f[1]}, vals...)
 		}
 		t, err := parseFS(f[1])
 		if err != nil {
@@ -139,6 +176,68 @@ func parseTrace(data []byte, nIn, nOut int) (traceRecords, error) {
 		return tr, fmt.Errorf("%w: trace: %v", ErrParse, err)
 	}
 	return tr, nil
+}
+
+// packedWidths reads the w records of a trace: the port widths its packed
+// records (j, u) are split by. A packed record without its w record is an
+// error where it is read.
+func packedWidths(data []byte, nIn, nOut int) (in, out []int, err error) {
+	seen := map[string]bool{}
+	for off := 0; off < len(data); {
+		end := off
+		for end < len(data) && data[end] != '\n' {
+			end++
+		}
+		line := data[off:end]
+		off = end + 1
+		if len(line) < 2 || line[0] != 'w' || line[1] != ' ' {
+			continue
+		}
+		f := strings.Fields(string(line))
+		if len(f) < 2 || (f[1] != "i" && f[1] != "o") || seen[f[1]] {
+			return nil, nil, fmt.Errorf("%w: trace: bad or repeated width record %q", ErrParse, truncate(string(line), 80))
+		}
+		seen[f[1]] = true
+		want := nIn
+		if f[1] == "o" {
+			want = nOut
+		}
+		if len(f)-2 != want {
+			return nil, nil, fmt.Errorf("%w: trace: width record %q: %d widths, want %d", ErrParse, truncate(string(line), 80), len(f)-2, want)
+		}
+		ws := make([]int, 0, want)
+		for _, x := range f[2:] {
+			n, err := strconv.Atoi(x)
+			if err != nil || n < 1 || n > maxTraceLine {
+				return nil, nil, fmt.Errorf("%w: trace: width record %q: bad width %q", ErrParse, truncate(string(line), 80), truncate(x, 20))
+			}
+			ws = append(ws, n)
+		}
+		if f[1] == "i" {
+			in = ws
+		} else {
+			out = ws
+		}
+	}
+	return in, out, nil
+}
+
+// unpackBits splits a packed value into one value per width, in order.
+func unpackBits(v string, widths []int) ([]string, error) {
+	total := 0
+	for _, w := range widths {
+		total += w
+	}
+	if len(v) != total {
+		return nil, fmt.Errorf("packed value has %d bits, the width record %d", len(v), total)
+	}
+	out := make([]string, len(widths))
+	at := 0
+	for i, w := range widths {
+		out[i] = v[at : at+w]
+		at += w
+	}
+	return out, nil
 }
 
 func parseFS(s string) (int64, error) {

@@ -18,6 +18,15 @@ var traceSeeds = []string{
 	"v -1 1\n",         // negative time
 	"v 99999999999999999999 1\n",
 	"q 0\n", "v\n", "v 0 \x00\n",
+	// packed records (w, j, u)
+	"j 0 00x\nw i 1 1\nI 0 0 1\nv 0 xxxx\nj 5000 011\nj 5000 110\nu 5000 0001\nw o 4\ne 10000\n",
+	"w i 2 1\nj 0 0011\n",    // a packed input state
+	"j 0 011\n",              // no width record
+	"w i 1 1\nw i 1 1\n",     // repeated width record
+	"w i 1\n",                // too few widths
+	"w i 1 0\n", "w i 1 x\n", // bad widths
+	"w i 1 1\nj 0 0111\n", // packed value of the wrong length
+	"w o 2\nu 0 01 1\n",   // two values in a packed record
 }
 
 // FuzzParseTrace: the trace parser never panics, and whatever it accepts
@@ -75,6 +84,52 @@ func FuzzParseTrace(f *testing.F) {
 		outputActivity(rt)
 		rt.racyTimes()
 	})
+}
+
+// TestPackedRecordsParseAsUnpacked: the recorders' packed records (one
+// concatenated value, split by the w records wherever those stand) parse to
+// exactly the records of the one-value-per-port form, and a packed record
+// the widths do not fit is an error, never a shorter or shifted value.
+func TestPackedRecordsParseAsUnpacked(t *testing.T) {
+	unpacked := "i 0 0 0 xx\nI 0 0 01\nv 0 xxxx 1\ni 5000 0 1 11\ni 5000 1 1 z0\nv 5000 0001 0\ne 10000\n"
+	packed := "j 0 00xx\nw i 1 2\nI 0 0 01\nw o 4 1\nu 0 xxxx1\nj 5000 0111\nj 5000 11z0\nv 5000 0001 0\ne 10000\n"
+	want, err := parseTrace([]byte(unpacked), 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseTrace([]byte(packed), 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalRecs(got.Inputs, want.Inputs) || !equalRecs(got.Outputs, want.Outputs) || !equalRecs(got.Settled, want.Settled) ||
+		got.End != want.End || !got.HasEnd {
+		t.Fatalf("packed parse\n%+v\nwant\n%+v", got, want)
+	}
+	for _, bad := range []struct{ name, trace, why string }{
+		{"no width record", "j 0 0011\n", "without its width record"},
+		{"no output widths", "w i 1 2\nu 0 0\n", "without its width record"},
+		{"short value", "w i 1 2\nj 0 001\n", "has 3 bits"},
+		{"long value", "w i 1 2\nj 0 00111\n", "has 5 bits"},
+		{"widths of the wrong count", "w i 1\nj 0 00\n", "1 widths, want 2"},
+		{"repeated", "w i 1 2\nw i 1 2\n", "repeated"},
+		{"zero width", "w i 1 0\n", "bad width"},
+	} {
+		if _, err := parseTrace([]byte(bad.trace), 2, 2); err == nil || !strings.Contains(err.Error(), bad.why) {
+			t.Errorf("%s: err %v, want one saying %q", bad.name, err, bad.why)
+		}
+	}
+}
+
+func equalRecs(a, b []traceRec) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].T != b[i].T || a[i].Phase != b[i].Phase || strings.Join(a[i].Vals, " ") != strings.Join(b[i].Vals, " ") {
+			return false
+		}
+	}
+	return true
 }
 
 // TestCompareFourState pins the 4-state rule: x in the reference is a
