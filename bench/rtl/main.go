@@ -2,6 +2,7 @@
 // loop of iverilog + vvp over the same VerilogEval tasks, in one run:
 //
 //	go run ./bench/rtl [-items PATH] [-workers 1,2] [-rounds 2]
+//	go run ./bench/rtl -per-task 20   # each task alone: raw vs cold pool CPU, the 20 largest excesses
 //
 // Each task's reference is submitted as its candidate (renamed TopModule),
 // so both sides compile and simulate exactly one design per task. The raw
@@ -41,12 +42,16 @@ func main() {
 	items := flag.String("items", "", "VerilogEval JSONL (default ../shared/datasets/verilog-eval/spec-to-rtl.jsonl from the repo root)")
 	workers := flag.String("workers", "1,2", "comma-separated pool sizes to measure")
 	rounds := flag.Int("rounds", 2, "measurement rounds (raw and pool alternate)")
+	per := flag.Int("per-task", 0, "instead: measure each task alone (raw, then a cold pool) and list the N with the largest excess")
 	flag.Parse()
+	perTaskTop = *per
 	if err := run(*items, *workers, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/rtl:", err)
 		os.Exit(1)
 	}
 }
+
+var perTaskTop int
 
 func run(itemsPath, workerList string, rounds int) error {
 	if itemsPath == "" {
@@ -74,6 +79,9 @@ func run(itemsPath, workerList string, rounds int) error {
 			return fmt.Errorf("%s: %w", it.ItemID, err)
 		}
 		cands = append(cands, engine.Candidate{ItemID: it.ItemID, CandidateID: "self", Code: code})
+	}
+	if perTaskTop > 0 {
+		return perTask(items, cands, perTaskTop)
 	}
 	var sizes []int
 	for _, s := range strings.Split(workerList, ",") {
