@@ -363,7 +363,7 @@ func decodeJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, 
 // jsonIDText is an id's text: a JSON string unquoted, any other value its
 // JSON text.
 func jsonIDText(v []byte) string {
-	if s, ok := jsonscan.String(v); ok {
+	if s, ok := jsonString(v); ok {
 		return s
 	}
 	return string(v)
@@ -634,7 +634,7 @@ func (d *rowDecoder) appendJSON(b array.Builder, t *jtype, raw []byte) error {
 			return fmt.Errorf("value %.40s is not a string", raw)
 		}
 		var s []byte
-		s, d.scratch = jsonscan.Contents(raw, d.scratch)
+		s, d.scratch = jsonContents(raw, d.scratch)
 		b.(*array.StringBuilder).BinaryBuilder.Append(s)
 	case jList:
 		if raw[0] != '[' {

@@ -203,7 +203,7 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 		if v == nil || string(v) == "null" {
 			continue
 		}
-		t, ok := jsonscan.String(v)
+		t, ok := jsonString(v)
 		if !ok {
 			return Record{}, fmt.Errorf("%w: %s:%d: field %q is not a string", engine.ErrInput, path, line, f)
 		}
@@ -218,8 +218,8 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 		if p == nil {
 			continue
 		}
-		params, ok1 := jsonscan.String(p)
-		th, ok2 := jsonscan.String(get(base + 1))
+		params, ok1 := jsonString(p)
+		th, ok2 := jsonString(get(base + 1))
 		if ok1 && ok2 {
 			var vals []int64
 			if v := get(base + 2); v == nil || string(v) == "null" || decodeInt64s(v, &vals) == nil {
