@@ -12,16 +12,17 @@ import (
 //
 // Why: arrow-go builds every zstd encoder with all-literal entropy
 // compression on, so a block in which the fastest match finder finds
-// little is still Huffman-coded; on 2 KB-document text that is about a
-// quarter of the zstd time (and zstd about a fifth of `crucible dedup`'s
-// CPU). Levels 1-2 ask for speed: here they get klauspost's fastest encoder
-// with its own default (a block with too few matches is stored raw) and no
-// frame checksum (Parquet pages carry their own optional CRC; readers do
+// little is still Huffman-coded, and zstd was a fifth of `crucible
+// dedup`'s CPU. Levels 1-2 ask for speed: here they get klauspost's
+// fastest encoder with its own default (a block with too few matches is
+// stored raw) and no frame checksum (Parquet pages carry their own optional CRC; readers do
 // not need the frame's). The output is ordinary zstd frames that any
 // reader decodes (DuckDB, pyarrow, arrow-go). Levels 3 and above, the
 // library default (-1, 0) and all decoding are arrow-go's codec unchanged,
 // so pipelines writing at the engine's default level write what they wrote
-// before.
+// before. Measured on dedup's 20k x 2 KB output: level 1 writes about a
+// fifth faster than arrow-go's level 1, at 9% more bytes (25.4 against
+// 23.3 MB; `crucible dedup --help`, "Output compression").
 type fastZstd struct {
 	arrowZstd // arrow-go's zstd codec: decoding, streams, other levels
 }

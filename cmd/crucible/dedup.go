@@ -156,14 +156,19 @@ Output compression: --compression zstd|snappy|none (default zstd) and
 --compression-level N for zstd (default 1).
 Measured on the dedup output of 20,000 x 2 KB documents (46 MB of JSONL,
 dedup.DefaultSynthConfig; kept and removed rows with all columns, held in
-memory, written as Parquet; 5 runs of 3 writes on a shared 2-core AMD EPYC):
+memory, written as Parquet; 6 runs of 3 writes on a shared 2-core AMD EPYC
+that other jobs kept busy, so medians spread):
   codec    write s, best / median   MB/s of input, best   output MB
-  zstd-1   0.65 / 0.79              71                    23.4
-  zstd-3   1.00 / 1.05              46                    20.7
-  snappy   0.66 / 0.73              70                    32.0
-  none     0.26 / 0.27             179                    45.6
-zstd 1 writes about as fast as snappy at 27% fewer bytes; zstd 3 saves
-another 11% at about 1.4x the write time. Reproduce with
+  zstd-1   0.44 / 0.62             105                    25.4
+  zstd-3   0.73 / 1.06              63                    20.6
+  snappy   0.45 / 0.66             102                    31.9
+  none     0.19 / 0.22             237                    45.8
+zstd 1 writes about as fast as snappy at 20% fewer bytes; zstd 3 saves
+another 19% at about 1.7x the write time. Levels 1-2 are Crucible's own
+zstd encoder settings (klauspost's fastest, no entropy coding of blocks
+that find almost no matches, no frame checksum; standard zstd that DuckDB
+and pyarrow read): arrow-go's level 1, in the same runs, wrote 23.3 MB in
+0.55 s at best. Reproduce with
   go test -p 1 -run '^$' -bench 'DedupOutputCodecs/write' -benchtime 3x -count 5 ./cmd/crucible/
 (without /write it also times whole dedup runs per codec).
 The same flags set 'crucible decontam check' outputs.
