@@ -159,3 +159,34 @@ func refTokenize(text string, opts TokenizeOptions, t *Tokens) {
 		t.add(text, start, i, opts.Lowercase, opts.SrcOffsets)
 	}
 }
+
+// TestNonWord8: the eight-byte word test agrees with wordByte for every
+// byte value in every position.
+func TestNonWord8(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for pos := range 8 {
+			x := uint64(0x6161616161616161) // "aaaaaaaa"
+			x = x&^(0xff<<(8*pos)) | uint64(c)<<(8*pos)
+			got := nonWord8(x)>>(8*pos+7)&1 == 1
+			if got != !wordByte[c] {
+				t.Fatalf("byte %#x at %d: non-word %v, wordByte %v", c, pos, got, wordByte[c])
+			}
+			if rest := nonWord8(x) &^ (0x80 << (8 * pos)); rest != 0 {
+				t.Fatalf("byte %#x at %d: other bytes flagged (%#x)", c, pos, rest)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 100000 {
+		x := r.Uint64()
+		nw := nonWord8(x)
+		for pos := range 8 {
+			if got := nw>>(8*pos+7)&1 == 1; got != !wordByte[byte(x>>(8*pos))] {
+				t.Fatalf("%#x byte %d: non-word %v", x, pos, got)
+			}
+		}
+		if nw&^0x8080808080808080 != 0 {
+			t.Fatalf("%#x: low bits set in %#x", x, nw)
+		}
+	}
+}
