@@ -50,3 +50,19 @@ func BenchmarkRunEndToEnd(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(docs)*b.N)/b.Elapsed().Seconds(), "docs/s")
 }
+
+// BenchmarkTokenize measures the tokeniser alone on the synthetic corpus.
+func BenchmarkTokenize(b *testing.B) {
+	docs := benchDocs(b, 2000)
+	opts := DefaultConfig().tokenizeOptions()
+	var bytes int64
+	for _, d := range docs {
+		bytes += int64(len(d.Text))
+	}
+	b.SetBytes(bytes / int64(len(docs)))
+	var tok Tokens
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		Tokenize(docs[i%len(docs)].Text, opts, &tok)
+	}
+}

@@ -65,6 +65,7 @@ type signed struct {
 type worker struct {
 	tok      Tokens
 	shingles []uint64
+	radix    []uint32 // sortUint32's scratch
 }
 
 // sign computes the exact hash, signature and band keys of one document into

@@ -94,9 +94,7 @@ func (s Signer) Sign(shingles []uint64, dst []uint64) []uint64 {
 	for _, h := range shingles {
 		v := mix64(h ^ seed)
 		bin, _ := bits.Mul64(v, uk)
-		if v < dst[bin] {
-			dst[bin] = v
-		}
+		dst[bin] = min(dst[bin], v) // a conditional move: the branch mispredicted
 	}
 	s.densify(dst)
 	return dst

@@ -60,7 +60,8 @@ type Input struct {
 	// order and types; a column nullable in one file is nullable here). A
 	// Parquet file's schema is its own (pqarrow: the stored Arrow schema when
 	// the file has one). JSONL files get one schema inferred from all their
-	// rows (see InferJSONLSchema), so reading JSONL input costs one more pass.
+	// rows (see InferJSONLSchema): a pass of its own, or part of the
+	// signature pass (JSONLSchema, OpenInputInferred).
 	Schema *arrow.Schema
 	json   *jtype // inferred JSONL types (nil without JSONL files)
 }
@@ -69,6 +70,46 @@ type Input struct {
 // are an error naming the first file of each and the first differing
 // column.
 func OpenInput(ctx context.Context, paths []string, idField string) (*Input, error) {
+	return openInput(ctx, paths, idField, nil)
+}
+
+// JSONLSchema is the row schema of JSONL files inferred while a
+// FileSource with it scans them (the same inference as InferJSONLSchema):
+// `crucible dedup` reads every row in its signature pass anyway, and a
+// separate schema pass was one more full read and validation of the input.
+// Use it through OpenInputInferred once the Scan has completed.
+type JSONLSchema struct {
+	root *jtype
+	done bool
+}
+
+// NewJSONLSchema returns an empty schema for FileSource.Schema.
+func NewJSONLSchema() *JSONLSchema { return &JSONLSchema{} }
+
+// start resets the inference for a Scan (an earlier one failed or stopped
+// part way: its rows must not count twice).
+func (j *JSONLSchema) start() { j.root = &jtype{kind: jObject, fields: map[string]*jtype{}} }
+
+// finish fixes the types after a complete Scan, as inferJSONL does.
+func (j *JSONLSchema) finish() {
+	j.root.pos = map[string]int{}
+	j.root.settle()
+	j.done = true
+}
+
+// OpenInputInferred is OpenInput with the JSONL files' schema taken from
+// js, inferred by a completed FileSource.Scan over the same paths, instead
+// of a pass of its own. An incomplete js is an error.
+func OpenInputInferred(ctx context.Context, paths []string, idField string, js *JSONLSchema) (*Input, error) {
+	if js == nil || !js.done {
+		return nil, fmt.Errorf("%w: JSONL schema not inferred (no completed scan)", ErrInput)
+	}
+	return openInput(ctx, paths, idField, js.root)
+}
+
+// openInput is OpenInput; root, when not nil, is the JSONL files' inferred
+// row type.
+func openInput(ctx context.Context, paths []string, idField string, inferred *jtype) (*Input, error) {
 	in := &Input{Paths: paths, IDField: idField}
 	var jsonl []string
 	var from string
@@ -99,9 +140,12 @@ func OpenInput(ctx context.Context, paths []string, idField string) (*Input, err
 		}
 	}
 	if len(jsonl) > 0 {
-		root, err := inferJSONL(ctx, jsonl)
-		if err != nil {
-			return nil, err
+		root := inferred
+		if root == nil {
+			var err error
+			if root, err = inferJSONL(ctx, jsonl); err != nil {
+				return nil, err
+			}
 		}
 		in.json = root
 		if err := merge(root.schema(), jsonl[0]); err != nil {
@@ -295,14 +339,30 @@ func decodeJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, 
 	defer b.Release()
 	var ids []string
 	n := 0
+	// Each batch's string columns are built with room for as many bytes as
+	// the batch before held: a builder starts empty after NewRecordBatch,
+	// and growing a 2 MB text column by doubling, every batch, was a tenth
+	// of this pass.
+	hint := make([]int, schema.NumFields())
 	flush := func() error {
 		if n == 0 {
 			return nil
 		}
 		rec := b.NewRecordBatch()
 		defer rec.Release()
+		for i, c := range rec.Columns() {
+			if s, ok := c.(*array.String); ok {
+				hint[i] = len(s.ValueBytes())
+			}
+		}
 		err := fn(path, rec, ids)
 		ids, n = ids[:0], 0
+		for i, h := range hint {
+			if sb, ok := b.Field(i).(*array.StringBuilder); ok && h > 0 {
+				sb.Reserve(BatchRows)
+				sb.ReserveData(h)
+			}
+		}
 		return err
 	}
 	// The id alternatives as columns: every top-level key of every row is
@@ -363,7 +423,7 @@ func decodeJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, 
 // jsonIDText is an id's text: a JSON string unquoted, any other value its
 // JSON text.
 func jsonIDText(v []byte) string {
-	if s, ok := jsonscan.String(v); ok {
+	if s, ok := jsonString(v); ok {
 		return s
 	}
 	return string(v)
@@ -544,24 +604,28 @@ func (t *jtype) merge(raw []byte) error {
 	case jList:
 		return jsonscan.Elems(raw, t.elem.merge)
 	case jObject:
-		return jsonscan.Members(raw, func(key []byte, slow bool, v []byte) error {
-			var f *jtype
-			var ok bool
-			if slow {
-				f, ok = t.fields[jsonscan.Key(key, true)]
-			} else {
-				f, ok = t.fields[string(key)]
-			}
-			if !ok {
-				name := jsonscan.Key(key, slow)
-				f = &jtype{}
-				t.fields[name] = f
-				t.names = append(t.names, name)
-			}
-			return f.merge(v)
-		})
+		return jsonscan.Members(raw, t.mergeMember)
 	}
 	return nil // a scalar, validated with its parent
+}
+
+// mergeMember widens the object type t with one member (key as
+// jsonscan.Members gives it).
+func (t *jtype) mergeMember(key []byte, slow bool, v []byte) error {
+	var f *jtype
+	var ok bool
+	if slow {
+		f, ok = t.fields[jsonscan.Key(key, true)]
+	} else {
+		f, ok = t.fields[string(key)]
+	}
+	if !ok {
+		name := jsonscan.Key(key, slow)
+		f = &jtype{}
+		t.fields[name] = f
+		t.names = append(t.names, name)
+	}
+	return f.merge(v)
 }
 
 func (t *jtype) arrowType() arrow.DataType {
@@ -634,7 +698,7 @@ func (d *rowDecoder) appendJSON(b array.Builder, t *jtype, raw []byte) error {
 			return fmt.Errorf("value %.40s is not a string", raw)
 		}
 		var s []byte
-		s, d.scratch = jsonscan.Contents(raw, d.scratch)
+		s, d.scratch = jsonContents(raw, d.scratch)
 		b.(*array.StringBuilder).BinaryBuilder.Append(s)
 	case jList:
 		if raw[0] != '[' {

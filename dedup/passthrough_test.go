@@ -80,3 +80,68 @@ func TestInferJSONLSchema(t *testing.T) {
 		t.Errorf("different schemas: %v", err)
 	}
 }
+
+// TestSignaturePassInfersJSONLSchema: the schema a FileSource Scan infers
+// (JSONLSchema) is OpenInput's own, over several JSONL files with keys
+// that appear late, widen (int to float, to raw) or never get a key, with
+// a Parquet file among them; a second Scan (verification, counting) does
+// not infer again, a failed Scan leaves nothing usable, and a line that is
+// not an object is inferJSONL's error.
+func TestSignaturePassInfersJSONLSchema(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.jsonl")
+	b := filepath.Join(dir, "b.jsonl")
+	os.WriteFile(a, []byte(`{"id":"1","text":"x y","n":1,"o":{"k":1},"e":{},"m":"s"}
+{"id":"2","text":"y z","n":2,"o":{"k":null,"w":[1]},"e":{}}
+`), 0o644)
+	os.WriteFile(b, []byte(`{"text":"z w","id":"3","n":2.5,"late":true,"m":3,"o":null,"e":{}}
+`), 0o644)
+	want, err := OpenInput(ctx, []string{a, b}, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := NewJSONLSchema()
+	if _, err := OpenInputInferred(ctx, []string{a, b}, "id", js); err == nil {
+		t.Fatal("OpenInputInferred before a scan gave no error")
+	}
+	src := FileSource{Paths: []string{a, b}, IDField: "id", TextFields: []string{"text"}, Schema: js}
+	rows := 0
+	for range 2 { // the second Scan must not merge the rows again
+		if err := src.Scan(ctx, func(Doc) error { rows++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := OpenInputInferred(ctx, []string{a, b}, "id", js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows != 6 || !got.Schema.Equal(want.Schema) {
+		t.Fatalf("%d rows; inferred in the scan:\n%s\nOpenInput:\n%s", rows, got.Schema, want.Schema)
+	}
+	// The inferred input decodes the rows as OpenInput's does.
+	var n int64
+	if err := got.ScanBatches(ctx, func(_ string, rec arrow.RecordBatch, _ []string) error { n += rec.NumRows(); return nil }); err != nil || n != 3 {
+		t.Fatalf("ScanBatches: %d rows, %v", n, err)
+	}
+
+	// A stopped scan leaves the schema unfinished.
+	stop := errors.New("stop")
+	js2 := NewJSONLSchema()
+	src.Schema = js2
+	if err := src.Scan(ctx, func(Doc) error { return stop }); !errors.Is(err, stop) {
+		t.Fatalf("stopped scan: %v", err)
+	}
+	if _, err := OpenInputInferred(ctx, []string{a, b}, "id", js2); err == nil {
+		t.Error("OpenInputInferred after a stopped scan gave no error")
+	}
+
+	// A line that is not an object: the schema pass's error, naming the line.
+	c := filepath.Join(dir, "c.jsonl")
+	os.WriteFile(c, []byte(`{"id":"1","text":"x"}`+"\n"+`["id"]`+"\n"), 0o644)
+	src = FileSource{Paths: []string{c}, IDField: "id", TextFields: []string{"text"}, Schema: NewJSONLSchema()}
+	err = src.Scan(ctx, func(Doc) error { return nil })
+	if !errors.Is(err, engine.ErrInput) || !strings.Contains(err.Error(), c+":2: not a JSON object") {
+		t.Errorf("non-object line: %v", err)
+	}
+}

@@ -101,6 +101,12 @@ func (r Record) Text() string {
 // by dedup and decontam, so its errors carry no package prefix (each caller
 // adds its own).
 func ScanRecords(ctx context.Context, path, idField string, textFields []string, fn func(Record) error) error {
+	return scanRecords(ctx, path, idField, textFields, nil, fn)
+}
+
+// scanRecords is ScanRecords; a JSONL file's rows are also merged into
+// schema when it is not nil (see JSONLSchema).
+func scanRecords(ctx context.Context, path, idField string, textFields []string, schema *jtype, fn func(Record) error) error {
 	if idField == "" || len(textFields) == 0 {
 		return fmt.Errorf("%w: %s: need an id field and at least one text field", engine.ErrConfig, path)
 	}
@@ -116,7 +122,7 @@ func ScanRecords(ctx context.Context, path, idField string, textFields []string,
 			return ctx.Err()
 		}
 		fm.Row(int64(len(raw)) + 1)
-		rec, err := parseJSONLRow(path, line, raw, idField, textFields)
+		rec, err := parseJSONLRow(path, line, raw, idField, textFields, schema)
 		if err != nil {
 			return err
 		}
@@ -135,8 +141,12 @@ func ScanRecords(ctx context.Context, path, idField string, textFields []string,
 // parseJSONLRow decodes one JSONL line into a Record. Only the id, text
 // and stored-signature members are decoded; the scanner validates the
 // rest of the line as encoding/json would. A repeated key: the last one
-// counts, as with encoding/json.
-func parseJSONLRow(path string, line int64, raw []byte, idField string, textFields []string) (Record, error) {
+// counts, as with encoding/json. With schema (not nil) every member is also
+// merged into the inferred row type, as inferJSONL does, in the same walk.
+func parseJSONLRow(path string, line int64, raw []byte, idField string, textFields []string, schema *jtype) (Record, error) {
+	if schema != nil && (len(raw) == 0 || raw[0] != '{') {
+		return Record{}, fmt.Errorf("%w: %s:%d: not a JSON object", engine.ErrInput, path, line) // inferJSONL's error
+	}
 	// Wanted members: the id alternatives, then the text fields, then the
 	// stored-signature columns.
 	alts := strings.Split(idField, "|")
@@ -171,6 +181,11 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 	}
 	if string(raw) != "null" { // encoding/json decodes null as an empty map
 		err := jsonscan.Members(raw, func(key []byte, slow bool, v []byte) error {
+			if schema != nil {
+				if err := schema.mergeMember(key, slow, v); err != nil {
+					return err
+				}
+			}
 			ks := ""
 			if slow {
 				ks = jsonscan.Key(key, true)
@@ -203,7 +218,7 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 		if v == nil || string(v) == "null" {
 			continue
 		}
-		t, ok := jsonscan.String(v)
+		t, ok := jsonString(v)
 		if !ok {
 			return Record{}, fmt.Errorf("%w: %s:%d: field %q is not a string", engine.ErrInput, path, line, f)
 		}
@@ -218,8 +233,8 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 		if p == nil {
 			continue
 		}
-		params, ok1 := jsonscan.String(p)
-		th, ok2 := jsonscan.String(get(base + 1))
+		params, ok1 := jsonString(p)
+		th, ok2 := jsonString(get(base + 1))
 		if ok1 && ok2 {
 			var vals []int64
 			if v := get(base + 2); v == nil || string(v) == "null" || decodeInt64s(v, &vals) == nil {
@@ -404,13 +419,26 @@ type FileSource struct {
 	// re-tokenising. A file with rows but no stored signature at all is a
 	// config error naming it.
 	ReuseSignatures bool
+	// Schema, when set, infers the JSONL files' row schema during the first
+	// complete Scan (the dedup signature pass reads every row anyway), for
+	// OpenInputInferred.
+	Schema *JSONLSchema
 }
 
 // Scan implements Source.
 func (s FileSource) Scan(ctx context.Context, fn func(d Doc) error) error {
+	var infer *jtype
+	if s.Schema != nil && !s.Schema.done {
+		s.Schema.start()
+		infer = s.Schema.root
+	}
 	for _, p := range s.Paths {
 		var rows, sigs int64
-		err := ScanRecords(ctx, p, s.IDField, s.TextFields, func(r Record) error {
+		var schema *jtype
+		if !engine.IsParquet(p) {
+			schema = infer
+		}
+		err := scanRecords(ctx, p, s.IDField, s.TextFields, schema, func(r Record) error {
 			d := Doc{ID: r.ID, Text: r.Text(), Tier: TierOther}
 			rows++
 			if s.ReuseSignatures {
@@ -431,6 +459,9 @@ func (s FileSource) Scan(ctx context.Context, fn func(d Doc) error) error {
 			return fmt.Errorf("%w: dedup: --reuse-signatures: %s has no stored signatures (columns %s, %s, %s); write them with crucible dedup --keep-signatures, or leave out --reuse-signatures",
 				engine.ErrConfig, p, ColSigMinhash, ColSigText, ColSigParams)
 		}
+	}
+	if infer != nil {
+		s.Schema.finish()
 	}
 	return nil
 }
@@ -480,7 +511,7 @@ func (s FileSource) Fetch(ctx context.Context, idx []int32, fn func(i int32, d D
 				if n != idx[k] {
 					return nil
 				}
-				r, err := parseJSONLRow(p, line, raw, s.IDField, s.TextFields)
+				r, err := parseJSONLRow(p, line, raw, s.IDField, s.TextFields, nil)
 				if err != nil {
 					return err
 				}

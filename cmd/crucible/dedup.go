@@ -156,14 +156,19 @@ Output compression: --compression zstd|snappy|none (default zstd) and
 --compression-level N for zstd (default 1).
 Measured on the dedup output of 20,000 x 2 KB documents (46 MB of JSONL,
 dedup.DefaultSynthConfig; kept and removed rows with all columns, held in
-memory, written as Parquet; 5 runs of 3 writes on a shared 2-core AMD EPYC):
+memory, written as Parquet; 6 runs of 3 writes on a shared 2-core AMD EPYC
+that other jobs kept busy, so medians spread):
   codec    write s, best / median   MB/s of input, best   output MB
-  zstd-1   0.65 / 0.79              71                    23.4
-  zstd-3   1.00 / 1.05              46                    20.7
-  snappy   0.66 / 0.73              70                    32.0
-  none     0.26 / 0.27             179                    45.6
-zstd 1 writes about as fast as snappy at 27% fewer bytes; zstd 3 saves
-another 11% at about 1.4x the write time. Reproduce with
+  zstd-1   0.44 / 0.62             105                    25.4
+  zstd-3   0.73 / 1.06              63                    20.6
+  snappy   0.45 / 0.66             102                    31.9
+  none     0.19 / 0.22             237                    45.8
+zstd 1 writes about as fast as snappy at 20% fewer bytes; zstd 3 saves
+another 19% at about 1.7x the write time. Levels 1-2 are Crucible's own
+zstd encoder settings (klauspost's fastest, no entropy coding of blocks
+that find almost no matches, no frame checksum; standard zstd that DuckDB
+and pyarrow read): arrow-go's level 1, in the same runs, wrote 23.3 MB in
+0.55 s at best. Reproduce with
   go test -p 1 -run '^$' -bench 'DedupOutputCodecs/write' -benchtime 3x -count 5 ./cmd/crucible/
 (without /write it also times whole dedup runs per codec).
 The same flags set 'crucible decontam check' outputs.
@@ -178,11 +183,11 @@ run_bytes, temp_dir, workers, batch_docs, max_bucket_all), e.g.
 --set dedup.threshold=0.7 is --threshold 0.7.
 
 The summary gives the whole command's wall time and rows/s, and its phases
-in wall seconds, summing to the total: read (schema pass, decoding rows),
-sign (tokenise, sign, band insert), index (LSH candidate pairs), verify
-(candidate verification), write (second pass, shards, manifest); the
-manifest's "seconds" records the same up to its own writing (read there
-also covers hashing the inputs for the fingerprint).
+in wall seconds, summing to the total: read (decoding rows, inferring a
+JSONL schema), sign (tokenise, sign, band insert), index (LSH candidate
+pairs), verify (candidate verification), write (second pass, shards,
+manifest); the manifest's "seconds" records the same up to its own
+writing (read there also covers hashing the inputs for the fingerprint).
 
 Resume: dedup runs as a one-stage pipeline. The manifest holds a hash of
 every flag that decides the output (the compression too) and the sha256 of
@@ -227,7 +232,7 @@ different columns or a repeated id, 4 output not writable.`,
 }
 
 // dedupPhases are the wall seconds of one `crucible dedup` run. They sum
-// to Total: read is the schema pass plus the time the first pass spent
+// to Total: read is the time before the signature pass plus what it spent
 // decoding rows; sign the rest of the first pass (tokenise, sign, band
 // insert); index the LSH candidate pairs (and banding, survivors); verify
 // the candidate verification (re-reading the candidates' rows); write the
@@ -339,15 +344,25 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 // start is the command's start (the read phase includes what RunOne did
 // before the stage: fingerprinting the inputs, the lock, the clear).
 func (d *dedupRun) stage(ctx context.Context, sc *engine.StageContext, o DedupOptions, start time.Time) error {
-	input, err := dedup.OpenInput(ctx, o.In, o.IDField)
-	if err != nil {
-		return err
+	// JSONL inputs' schema is inferred in the signature pass (it reads every
+	// row anyway); Parquet-only input has its schema in the footers, read
+	// (and its column names checked) before any work.
+	var js *dedup.JSONLSchema
+	var input *dedup.Input
+	var pass []int
+	for _, p := range o.In {
+		if !engine.IsParquet(p) {
+			js = dedup.NewJSONLSchema()
+			break
+		}
 	}
-	pass, err := passthroughColumns(input, o.Reuse)
-	if err != nil {
-		return err
+	if js == nil {
+		var err error
+		if input, pass, err = openDedupInput(ctx, o, nil); err != nil {
+			return err
+		}
 	}
-	src := &uniqueIDs{src: dedup.FileSource{Paths: o.In, IDField: o.IDField, TextFields: o.TextFields, ReuseSignatures: o.Reuse}, policy: o.OnDupID}
+	src := &uniqueIDs{src: dedup.FileSource{Paths: o.In, IDField: o.IDField, TextFields: o.TextFields, ReuseSignatures: o.Reuse, Schema: js}, policy: o.OnDupID}
 	// The bar follows the signature pass over the input; the second pass
 	// below re-reads it to write the outputs.
 	pctx, done := readProgress(ctx, "dedup", engine.InputBytes(o.In))
@@ -358,6 +373,11 @@ func (d *dedupRun) stage(ctx context.Context, sc *engine.StageContext, o DedupOp
 		return err
 	}
 	defer res.Close()
+	if js != nil {
+		if input, pass, err = openDedupInput(ctx, o, js); err != nil {
+			return err
+		}
+	}
 	runEnd := time.Now()
 	w, err := newDedupWriter(sc, input.Schema, pass, o.KeepSigs, o.Writer.Allocator)
 	if err != nil {
@@ -392,4 +412,22 @@ func (d *dedupRun) stage(ctx context.Context, sc *engine.StageContext, o DedupOp
 	}
 	d.stats, d.dups, d.ph, d.runEnd = st, len(src.dups), ph, runEnd
 	return nil
+}
+
+// openDedupInput reads the inputs' schema (the JSONL part from js, inferred
+// by the signature pass, when js is not nil) and picks the passthrough
+// columns.
+func openDedupInput(ctx context.Context, o DedupOptions, js *dedup.JSONLSchema) (*dedup.Input, []int, error) {
+	var input *dedup.Input
+	var err error
+	if js != nil {
+		input, err = dedup.OpenInputInferred(ctx, o.In, o.IDField, js)
+	} else {
+		input, err = dedup.OpenInput(ctx, o.In, o.IDField)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	pass, err := passthroughColumns(input, o.Reuse)
+	return input, pass, err
 }

@@ -78,7 +78,7 @@ func (u *uniqueIDs) locate(ctx context.Context, p int32) string {
 	var base int32
 	for _, path := range u.src.Paths {
 		one := u.src
-		one.Paths = []string{path}
+		one.Paths, one.Schema = []string{path}, nil // a count, not the schema pass
 		var n int32
 		_ = one.Scan(engine.WithReadMeter(ctx, nil), func(dedup.Doc) error { n++; return nil })
 		if p < base+n {
