@@ -15,8 +15,8 @@ import (
 // little is still Huffman-coded, and zstd was a fifth of `crucible
 // dedup`'s CPU. Levels 1-2 ask for speed: here they get klauspost's
 // fastest encoder with its own default (a block with too few matches is
-// stored raw) and no frame checksum (Parquet pages carry their own optional CRC; readers do
-// not need the frame's). The output is ordinary zstd frames that any
+// stored raw). The frame checksum stays on (xxhash64, a few ms per 100 MB):
+// a reader that verifies it catches a page corrupted after it was written. The output is ordinary zstd frames that any
 // reader decodes (DuckDB, pyarrow, arrow-go). Levels 3 and above, the
 // library default (-1, 0) and all decoding are arrow-go's codec unchanged,
 // so pipelines writing at the engine's default level write what they wrote
@@ -39,7 +39,7 @@ type arrowZstd interface {
 // tables, which would cost more than compressing a small page.
 var fastEncoders = sync.Pool{New: func() any {
 	enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true), zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
+		zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return nil // only for invalid options; EncodeLevel falls back to arrow-go's
 	}
