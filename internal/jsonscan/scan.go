@@ -426,13 +426,31 @@ func getu4(s []byte) rune {
 // escape or non-ASCII byte, else the decoding appended to scratch.
 func Contents(v, scratch []byte) (s, grown []byte) {
 	in := v[1 : len(v)-1]
-	for _, c := range in {
-		if c == '\\' || c >= utf8.RuneSelf {
-			out := AppendUnquoted(scratch[:0], in)
-			return out, out
-		}
+	if plainRun(in) < len(in) {
+		out := AppendUnquoted(scratch[:0], in)
+		return out, out
 	}
 	return in, scratch
+}
+
+// plainRun is the length of the prefix of s with no backslash and no byte
+// outside ASCII, tested eight bytes at a time (the long texts of a JSONL
+// row are mostly such bytes).
+func plainRun(s []byte) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(s[i:])
+		bs := x ^ (ones * '\\')
+		if (x&highs)|((bs-ones)&^bs&highs) != 0 {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c == '\\' || c >= utf8.RuneSelf {
+			return i
+		}
+	}
+	return i
 }
 
 // String decodes the JSON value v as a string; ok is false when v is

@@ -60,3 +60,35 @@ func FuzzJSONScan(f *testing.F) {
 		}
 	})
 }
+
+// plainRun, which tests eight bytes at a time, stops at the first
+// backslash or non-ASCII byte wherever it falls in a word, and Contents
+// then copies exactly when there is one.
+func TestPlainRunFindsTheFirstByteToUnquote(t *testing.T) {
+	for n := 0; n < 40; n++ {
+		base := strings.Repeat("abcdefgh", 5)[:n]
+		if got := plainRun([]byte(base)); got != n {
+			t.Fatalf("plain %q: %d, want %d", base, got, n)
+		}
+		for at := 0; at < n; at++ {
+			for _, c := range []byte{'\\', 0x80, 0xC3, 0xFF} {
+				s := []byte(base)
+				s[at] = c
+				if got := plainRun(s); got != at {
+					t.Fatalf("%q: %d, want %d", s, got, at)
+				}
+				if c == '\\' { // valid JSON only with an escape after it
+					if at+1 == n {
+						continue
+					}
+					s[at+1] = 'n'
+				}
+				v := append(append([]byte{'"'}, s...), '"')
+				got, _ := Contents(v, nil)
+				if &got[0] == &v[1] {
+					t.Fatalf("%q: Contents returned the raw bytes, which need unquoting", s)
+				}
+			}
+		}
+	}
+}
