@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"unsafe"
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/internal/jsonscan"
@@ -28,8 +29,15 @@ import (
 // A lineDecoder holds only a scratch buffer for unquoting strings (as long
 // as the longest escaped string seen); it is not safe for concurrent use,
 // so each decoding goroutine has its own.
+//
+// With alias set, a string that needs no unquoting (most of a line's
+// bytes: the instruction, the harness) is not copied: the Item's field
+// points into the line itself. That is for lines in a buffer nothing
+// writes again (a JSONL chunk, see jsonl.go), and it saves a copy and an
+// allocation per field; an Item kept by a sink keeps its chunk in memory.
 type lineDecoder struct {
 	scratch []byte
+	alias   bool
 }
 
 // errDecline stops the fast path; it never leaves the decoder.
@@ -177,7 +185,14 @@ func (d *lineDecoder) str(v []byte, dst *string) error {
 	case '"':
 		var s []byte
 		s, d.scratch = jsonscan.Contents(v, d.scratch)
-		*dst = string(s)
+		switch {
+		case len(s) == 0:
+			*dst = ""
+		case d.alias && unsafe.SliceData(s) == &v[1]: // v's own bytes, not scratch
+			*dst = unsafe.String(&s[0], len(s))
+		default:
+			*dst = string(s)
+		}
 		return nil
 	case 'n':
 		return nil

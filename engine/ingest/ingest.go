@@ -55,6 +55,11 @@ type Ingester struct {
 	// lines (0: GOMAXPROCS; 1: all on the calling goroutine). The output
 	// is the same for every value; see jsonl.go.
 	Workers int
+	// SinkCopies promises that the Sink copies what it keeps of a row
+	// before returning (the ingest stage's shard writers do): the JSONL
+	// reader then reuses the buffers of lines it has admitted, which the
+	// strings of the rows it passed on point into (see lineDecoder).
+	SinkCopies bool
 
 	seen  map[string]bool
 	meter *engine.FileMeter // the file being read, for a progress bar of rows and bytes
@@ -298,7 +303,7 @@ func (g *Ingester) admit(it engine.Item, path string, line int64) error {
 	if g.seen[it.ItemID] {
 		return g.reject(it.ItemID, path, line, "duplicate_id", "item_id already ingested")
 	}
-	g.seen[it.ItemID] = true
+	g.seen[strings.Clone(it.ItemID)] = true // not a string into a JSONL chunk, which it would keep
 	g.Stats.Items++
 	return g.Sink.Item(it)
 }

@@ -46,6 +46,7 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) err
 	if err != nil {
 		return err
 	}
+	g.SinkCopies = true // ShardWriter.Write copies rows into Arrow builders
 	// A split run reads this part's pieces of the files (contiguous rows,
 	// balanced across parts); an unsplit one reads them whole.
 	ranges := sc.FileRanges
