@@ -40,6 +40,9 @@ func BenchmarkIngestItemsJSONL(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		out := filepath.Join(dir, fmt.Sprintf("out-%d", i))
 		opts := engine.DefaultWriterOptions()
+		if os.Getenv("CRUCIBLE_BENCH_POOL") != "" {
+			opts.Allocator = NewBufferPool()
+		}
 		start := cpuTime()
 		items, err := engine.NewShardWriter[engine.Item](out, "items", "items", opts)
 		if err != nil {
