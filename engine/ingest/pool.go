@@ -39,6 +39,11 @@ const (
 	poolMin   = 1 << 16 // smaller buffers are not worth a lock
 	maxPooled = 1 << 30 // bytes of free buffers kept; more go to the GC
 	alignment = 64      // Arrow's buffer alignment (memory.GoAllocator's)
+
+	// A buffer regrown to growFrom bytes or more gets capacity growTo
+	// (the default row group size) at once; see Reallocate.
+	growFrom = 4 << 20
+	growTo   = 64 << 20
 )
 
 // NewBufferPool returns an empty pool.
@@ -53,7 +58,12 @@ func (p *BufferPool) Allocate(size int) []byte {
 	if size < poolMin {
 		return p.small.Allocate(size)
 	}
-	c := sizeClass(size)
+	return p.alloc(size, sizeClass(size))
+}
+
+// alloc returns a zeroed buffer of size bytes with capacity c (a size
+// class), a freed one when there is one.
+func (p *BufferPool) alloc(size, c int) []byte {
 	p.mu.Lock()
 	var b []byte
 	if list := p.free[c]; len(list) > 0 {
@@ -86,7 +96,21 @@ func (p *BufferPool) Reallocate(size int, b []byte) []byte {
 		}
 		return b
 	}
-	nb := p.Allocate(size)
+	if size < poolMin {
+		nb := p.small.Allocate(size)
+		copy(nb, b)
+		return nb
+	}
+	// A buffer that keeps doubling past growFrom is a text column of the
+	// first row group, built before any row group told the shard writer
+	// its size: it goes to growTo at once, so it is copied twice instead
+	// of five times more (each copy into memory never touched before,
+	// which costs page faults as well).
+	c := sizeClass(size)
+	if size >= growFrom && c < growTo {
+		c = growTo
+	}
+	nb := p.alloc(size, c)
 	copy(nb, b)
 	p.Free(b)
 	return nb

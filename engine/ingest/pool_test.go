@@ -87,3 +87,32 @@ func TestBufferPoolWritesTheSameShards(t *testing.T) {
 		t.Fatalf("%d buffers reused: the test does not exercise reuse", pool.reused)
 	}
 }
+
+// A buffer regrown past growFrom gets growTo's capacity at once, so its
+// next doublings happen in place: same bytes, no new buffer.
+func TestBufferPoolGrowsLargeBuffersToARowGroupAtOnce(t *testing.T) {
+	p := NewBufferPool()
+	b := p.Allocate(growFrom / 2)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	b = p.Reallocate(growFrom, b)
+	if cap(b) != growTo {
+		t.Fatalf("regrown to %d bytes: capacity %d, want %d", growFrom, cap(b), growTo)
+	}
+	at := unsafe.SliceData(b)
+	b = p.Reallocate(growTo, b)
+	if unsafe.SliceData(b) != at || len(b) != growTo {
+		t.Fatalf("regrowing within the capacity moved the buffer or got len %d", len(b))
+	}
+	for i := range growFrom / 2 {
+		if b[i] != byte(i*7) {
+			t.Fatalf("byte %d lost in regrowth", i)
+		}
+	}
+	for i := growFrom / 2; i < growTo; i++ {
+		if b[i] != 0 {
+			t.Fatalf("added byte %d is %#x", i, b[i])
+		}
+	}
+}
