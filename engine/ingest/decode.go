@@ -38,6 +38,7 @@ import (
 type lineDecoder struct {
 	scratch []byte
 	alias   bool
+	vslow   bool // the member being decoded is a string that needs unquoting
 }
 
 // errDecline stops the fast path; it never leaves the decoder.
@@ -57,11 +58,12 @@ func (d *lineDecoder) decode(raw []byte) (engine.Item, error) {
 // fast decodes raw into it and reports whether it did so exactly as
 // encoding/json would; when it returns false, it may be partly filled.
 func (d *lineDecoder) fast(raw []byte, it *engine.Item) bool {
-	return jsonscan.Members(raw, func(key []byte, slow bool, v []byte) error {
+	return jsonscan.MembersQuoted(raw, func(key []byte, slow bool, v []byte, vslow bool) error {
 		k, ok := foldKey(key, slow)
 		if !ok {
 			return errDecline
 		}
+		d.vslow = vslow
 		switch k {
 		case "item_id":
 			return d.str(v, &it.ItemID)
@@ -170,11 +172,12 @@ func (d *lineDecoder) object(v []byte, fn func(k string, v []byte) error) error 
 	if v[0] != '{' {
 		return errDecline
 	}
-	return jsonscan.Members(v, func(key []byte, slow bool, v []byte) error {
+	return jsonscan.MembersQuoted(v, func(key []byte, slow bool, v []byte, vslow bool) error {
 		k, ok := foldKey(key, slow)
 		if !ok {
 			return errDecline
 		}
+		d.vslow = vslow
 		return fn(k, v)
 	})
 }
@@ -183,8 +186,10 @@ func (d *lineDecoder) object(v []byte, fn func(k string, v []byte) error) error 
 func (d *lineDecoder) str(v []byte, dst *string) error {
 	switch v[0] {
 	case '"':
-		var s []byte
-		s, d.scratch = jsonscan.Contents(v, d.scratch)
+		s := v[1 : len(v)-1] // the raw bytes are the string unless the scan saw it needs unquoting
+		if d.vslow {
+			s, d.scratch = jsonscan.Contents(v, d.scratch)
+		}
 		switch {
 		case len(s) == 0:
 			*dst = ""
