@@ -200,7 +200,9 @@ func HashFile(path string) (string, error) {
 // []byte(s) copied every text ingest hashes (three per item) to the heap.
 func HashString(s string) string {
 	h := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
-	return hex.EncodeToString(h[:])
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], h[:])
+	return string(out[:])
 }
 
 // Shard selects a deterministic subset of a stage's inputs: Index of Count.

@@ -52,7 +52,8 @@ func BenchmarkIngestItemsJSONL(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		g, err := New(PresetItems, Sink{Item: func(it engine.Item) error { return items.Write(it) }, Reject: func(r engine.Rejection) error { return rejects.Write(r) }})
+		var one [1]engine.Item // as the stage's sink does
+		g, err := New(PresetItems, Sink{Item: func(it engine.Item) error { one[0] = it; return items.Write(one[:]...) }, Reject: func(r engine.Rejection) error { return rejects.Write(r) }})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -47,12 +47,18 @@ var errDecline = errors.New("fast path declined")
 // decode decodes raw into a fresh Item.
 func (d *lineDecoder) decode(raw []byte) (engine.Item, error) {
 	var it engine.Item
-	if d.fast(raw, &it) {
-		return it, nil
-	}
-	it = engine.Item{}
-	err := json.Unmarshal(raw, &it)
+	err := d.decodeTo(raw, &it)
 	return it, err
+}
+
+// decodeTo decodes raw into *it, which must be zero; on an error it is
+// what encoding/json left (the caller rejects the line).
+func (d *lineDecoder) decodeTo(raw []byte, it *engine.Item) error {
+	if d.fast(raw, it) {
+		return nil
+	}
+	*it = engine.Item{}
+	return json.Unmarshal(raw, it)
 }
 
 // fast decodes raw into it and reports whether it did so exactly as
@@ -145,9 +151,16 @@ func (d *lineDecoder) verifier(k string, v []byte, vf *engine.Verifier) error {
 // field name here is lower-case ASCII, so for an ASCII key that is its
 // lower-case form. A key that needs unquoting (an escape, a byte outside
 // ASCII, which may fold onto ASCII: U+212A is K) is left to encoding/json.
+//
+// The name returned for a lower-case key is the key's own bytes (no
+// copy: a string per member was most of the decoder's allocations); it
+// is only compared, never kept.
 func foldKey(key []byte, slow bool) (string, bool) {
 	if slow {
 		return "", false
+	}
+	if len(key) == 0 {
+		return "", true
 	}
 	for i, c := range key {
 		if 'A' <= c && c <= 'Z' {
@@ -160,7 +173,7 @@ func foldKey(key []byte, slow bool) (string, bool) {
 			return string(low), true
 		}
 	}
-	return string(key), true
+	return unsafe.String(&key[0], len(key)), true
 }
 
 // object walks the members of the (already validated) object v; null

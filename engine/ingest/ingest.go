@@ -262,16 +262,18 @@ func (g *Ingester) acceptChecked(it engine.Item, path string, row int64, mtime t
 	return g.accept(it, path, row, mtime)
 }
 
-// decode decodes one line of the ingester's preset with dec.
-func (g *Ingester) decode(dec *lineDecoder, raw []byte) (engine.Item, error) {
+// decode decodes one line of the ingester's preset with dec into *it
+// (zero on entry; left zero on an error).
+func (g *Ingester) decode(dec *lineDecoder, raw []byte, it *engine.Item) error {
 	if g.Preset == PresetVerilogEval {
 		var r veRow
 		if err := json.Unmarshal(raw, &r); err != nil {
-			return engine.Item{}, err
+			return err
 		}
-		return fromVerilogEval(r), nil
+		*it = fromVerilogEval(r)
+		return nil
 	}
-	return dec.decode(raw)
+	return dec.decodeTo(raw, it)
 }
 
 func (g *Ingester) accept(it engine.Item, path string, line int64, mtime time.Time) error {

@@ -106,12 +106,13 @@ func (g *Ingester) prepare(dec *lineDecoder, row *lineRow, raw []byte, path stri
 		row.rej = &rowRejection{reason: reason, detail: row.bad.Err.Error()}
 		return
 	}
-	it, err := g.decode(dec, raw)
-	if err != nil {
+	// Decoded in place: an Item returned by value was a heap object per
+	// line (the decoder's callbacks take its address).
+	row.it = engine.Item{}
+	if err := g.decode(dec, raw, &row.it); err != nil {
 		row.rej = &rowRejection{id: idOf(raw), reason: "invalid_json", detail: err.Error()}
 		return
 	}
-	row.it = it
 	row.rej = check(&row.it, path, mtime)
 }
 
