@@ -79,22 +79,23 @@ func (p *BufferPool) alloc(size, c int) []byte {
 		shift := int(-uintptr(unsafe.Pointer(unsafe.SliceData(raw))) & (alignment - 1))
 		return raw[shift : shift+size : shift+c]
 	}
-	b = b[:size]
-	clear(b)
-	return b
+	// Zeroed to its capacity, not its length: past its length a buffer
+	// handed out is always zeros, so that growing it in place (most of
+	// a text column's regrowth) writes nothing.
+	clear(b[:c])
+	return b[:size]
 }
 
 // Reallocate grows or shrinks b to size, in place when its capacity
-// allows (the added bytes zeroed), else into a new buffer with b's bytes
-// copied, b going back to the pool.
+// allows (the added bytes are zeros: every pooled buffer is zero past its
+// length, fresh from Go or cleared when handed out again or shrunk), else
+// into a new buffer with b's bytes copied, b going back to the pool.
 func (p *BufferPool) Reallocate(size int, b []byte) []byte {
 	if size <= cap(b) && (cap(b) >= poolMin || size <= len(b)) {
-		old := len(b)
-		b = b[:size]
-		if size > old {
-			clear(b[old:])
+		if size < len(b) {
+			clear(b[size:]) // keep what lies past the length zero
 		}
-		return b
+		return b[:size]
 	}
 	if size < poolMin {
 		nb := p.small.Allocate(size)
