@@ -33,8 +33,9 @@ import (
 // With alias set, a string that needs no unquoting (most of a line's
 // bytes: the instruction, the harness) is not copied: the Item's field
 // points into the line itself. That is for lines in a buffer nothing
-// writes again (a JSONL chunk, see jsonl.go), and it saves a copy and an
-// allocation per field; an Item kept by a sink keeps its chunk in memory.
+// writes again before the sink is done with the row (a JSONL chunk under
+// Ingester.SinkCopies, see jsonl.go), and it saves a copy and an
+// allocation per field.
 type lineDecoder struct {
 	scratch []byte
 	alias   bool

@@ -57,8 +57,10 @@ type Ingester struct {
 	Workers int
 	// SinkCopies promises that the Sink copies what it keeps of a row
 	// before returning (the ingest stage's shard writers do): the JSONL
-	// reader then reuses the buffers of lines it has admitted, which the
-	// strings of the rows it passed on point into (see lineDecoder).
+	// reader then passes on rows whose strings point into its line
+	// buffers, with no copy per field, and fills those buffers again once
+	// their rows are admitted (see lineDecoder). Without it every string
+	// is the row's own.
 	SinkCopies bool
 
 	seen  map[string]bool

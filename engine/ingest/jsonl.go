@@ -154,7 +154,10 @@ func (g *Ingester) jsonlParallel(ctx context.Context, path string, mtime time.Ti
 		dec.SetLimit(workers)
 		decoders := make(chan *lineDecoder, workers)
 		for range workers {
-			decoders <- &lineDecoder{alias: true} // a chunk's buffer is never written again
+			// Strings into the chunk only for a sink that copies them: a
+			// sink that kept a few rows of a big file would keep their
+			// chunks. The chunk is not written again until it is admitted.
+			decoders <- &lineDecoder{alias: g.SinkCopies}
 		}
 		var cur *chunk
 		seq := 0
