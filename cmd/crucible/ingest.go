@@ -77,6 +77,11 @@ func ingestStage(ctx context.Context, o IngestOptions, cfg *ingest.StageConfig) 
 	if err := checkIngestPaths(cfg.Preset, o.Paths); err != nil {
 		return err
 	}
+	if o.Writer.Allocator == nil {
+		// Row groups of item text reuse the buffers of the ones written
+		// before them (see ingest.BufferPool).
+		o.Writer.Allocator = ingest.NewBufferPool()
+	}
 	res, err := runCommandStage(ctx, o.Stdout, commandStage{Type: "ingest", Config: cfg, Inputs: o.Paths, Out: o.Out, Force: o.Force, Writer: o.Writer})
 	if err != nil || res.Status == "skipped" {
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"unsafe"
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/internal/jsonscan"
@@ -28,8 +29,17 @@ import (
 // A lineDecoder holds only a scratch buffer for unquoting strings (as long
 // as the longest escaped string seen); it is not safe for concurrent use,
 // so each decoding goroutine has its own.
+//
+// With alias set, a string that needs no unquoting (most of a line's
+// bytes: the instruction, the harness) is not copied: the Item's field
+// points into the line itself. That is for lines in a buffer nothing
+// writes again before the sink is done with the row (a JSONL chunk under
+// Ingester.SinkCopies, see jsonl.go), and it saves a copy and an
+// allocation per field.
 type lineDecoder struct {
 	scratch []byte
+	alias   bool
+	vslow   bool // the member being decoded is a string that needs unquoting
 }
 
 // errDecline stops the fast path; it never leaves the decoder.
@@ -38,22 +48,29 @@ var errDecline = errors.New("fast path declined")
 // decode decodes raw into a fresh Item.
 func (d *lineDecoder) decode(raw []byte) (engine.Item, error) {
 	var it engine.Item
-	if d.fast(raw, &it) {
-		return it, nil
-	}
-	it = engine.Item{}
-	err := json.Unmarshal(raw, &it)
+	err := d.decodeTo(raw, &it)
 	return it, err
+}
+
+// decodeTo decodes raw into *it, which must be zero; on an error it is
+// what encoding/json left (the caller rejects the line).
+func (d *lineDecoder) decodeTo(raw []byte, it *engine.Item) error {
+	if d.fast(raw, it) {
+		return nil
+	}
+	*it = engine.Item{}
+	return json.Unmarshal(raw, it)
 }
 
 // fast decodes raw into it and reports whether it did so exactly as
 // encoding/json would; when it returns false, it may be partly filled.
 func (d *lineDecoder) fast(raw []byte, it *engine.Item) bool {
-	return jsonscan.Members(raw, func(key []byte, slow bool, v []byte) error {
+	return jsonscan.MembersQuoted(raw, func(key []byte, slow bool, v []byte, vslow bool) error {
 		k, ok := foldKey(key, slow)
 		if !ok {
 			return errDecline
 		}
+		d.vslow = vslow
 		switch k {
 		case "item_id":
 			return d.str(v, &it.ItemID)
@@ -135,9 +152,16 @@ func (d *lineDecoder) verifier(k string, v []byte, vf *engine.Verifier) error {
 // field name here is lower-case ASCII, so for an ASCII key that is its
 // lower-case form. A key that needs unquoting (an escape, a byte outside
 // ASCII, which may fold onto ASCII: U+212A is K) is left to encoding/json.
+//
+// The name returned for a lower-case key is the key's own bytes (no
+// copy: a string per member was most of the decoder's allocations); it
+// is only compared, never kept.
 func foldKey(key []byte, slow bool) (string, bool) {
 	if slow {
 		return "", false
+	}
+	if len(key) == 0 {
+		return "", true
 	}
 	for i, c := range key {
 		if 'A' <= c && c <= 'Z' {
@@ -150,7 +174,7 @@ func foldKey(key []byte, slow bool) (string, bool) {
 			return string(low), true
 		}
 	}
-	return string(key), true
+	return unsafe.String(&key[0], len(key)), true
 }
 
 // object walks the members of the (already validated) object v; null
@@ -162,11 +186,12 @@ func (d *lineDecoder) object(v []byte, fn func(k string, v []byte) error) error 
 	if v[0] != '{' {
 		return errDecline
 	}
-	return jsonscan.Members(v, func(key []byte, slow bool, v []byte) error {
+	return jsonscan.MembersQuoted(v, func(key []byte, slow bool, v []byte, vslow bool) error {
 		k, ok := foldKey(key, slow)
 		if !ok {
 			return errDecline
 		}
+		d.vslow = vslow
 		return fn(k, v)
 	})
 }
@@ -175,9 +200,18 @@ func (d *lineDecoder) object(v []byte, fn func(k string, v []byte) error) error 
 func (d *lineDecoder) str(v []byte, dst *string) error {
 	switch v[0] {
 	case '"':
-		var s []byte
-		s, d.scratch = jsonscan.Contents(v, d.scratch)
-		*dst = string(s)
+		s := v[1 : len(v)-1] // the raw bytes are the string unless the scan saw it needs unquoting
+		if d.vslow {
+			s, d.scratch = jsonscan.Contents(v, d.scratch)
+		}
+		switch {
+		case len(s) == 0:
+			*dst = ""
+		case d.alias && unsafe.SliceData(s) == &v[1]: // v's own bytes, not scratch
+			*dst = unsafe.String(&s[0], len(s))
+		default:
+			*dst = string(s)
+		}
 		return nil
 	case 'n':
 		return nil

@@ -55,6 +55,13 @@ type Ingester struct {
 	// lines (0: GOMAXPROCS; 1: all on the calling goroutine). The output
 	// is the same for every value; see jsonl.go.
 	Workers int
+	// SinkCopies promises that the Sink copies what it keeps of a row
+	// before returning (the ingest stage's shard writers do): the JSONL
+	// reader then passes on rows whose strings point into its line
+	// buffers, with no copy per field, and fills those buffers again once
+	// their rows are admitted (see lineDecoder). Without it every string
+	// is the row's own.
+	SinkCopies bool
 
 	seen  map[string]bool
 	meter *engine.FileMeter // the file being read, for a progress bar of rows and bytes
@@ -257,16 +264,18 @@ func (g *Ingester) acceptChecked(it engine.Item, path string, row int64, mtime t
 	return g.accept(it, path, row, mtime)
 }
 
-// decode decodes one line of the ingester's preset with dec.
-func (g *Ingester) decode(dec *lineDecoder, raw []byte) (engine.Item, error) {
+// decode decodes one line of the ingester's preset with dec into *it
+// (zero on entry; left zero on an error).
+func (g *Ingester) decode(dec *lineDecoder, raw []byte, it *engine.Item) error {
 	if g.Preset == PresetVerilogEval {
 		var r veRow
 		if err := json.Unmarshal(raw, &r); err != nil {
-			return engine.Item{}, err
+			return err
 		}
-		return fromVerilogEval(r), nil
+		*it = fromVerilogEval(r)
+		return nil
 	}
-	return dec.decode(raw)
+	return dec.decodeTo(raw, it)
 }
 
 func (g *Ingester) accept(it engine.Item, path string, line int64, mtime time.Time) error {
@@ -298,7 +307,7 @@ func (g *Ingester) admit(it engine.Item, path string, line int64) error {
 	if g.seen[it.ItemID] {
 		return g.reject(it.ItemID, path, line, "duplicate_id", "item_id already ingested")
 	}
-	g.seen[it.ItemID] = true
+	g.seen[strings.Clone(it.ItemID)] = true // not a string into a JSONL chunk, which it would keep
 	g.Stats.Items++
 	return g.Sink.Item(it)
 }

@@ -106,12 +106,13 @@ func (g *Ingester) prepare(dec *lineDecoder, row *lineRow, raw []byte, path stri
 		row.rej = &rowRejection{reason: reason, detail: row.bad.Err.Error()}
 		return
 	}
-	it, err := g.decode(dec, raw)
-	if err != nil {
+	// Decoded in place: an Item returned by value was a heap object per
+	// line (the decoder's callbacks take its address).
+	row.it = engine.Item{}
+	if err := g.decode(dec, raw, &row.it); err != nil {
 		row.rej = &rowRejection{id: idOf(raw), reason: "invalid_json", detail: err.Error()}
 		return
 	}
-	row.it = it
 	row.rej = check(&row.it, path, mtime)
 }
 
@@ -143,13 +144,20 @@ func (g *Ingester) jsonlParallel(ctx context.Context, path string, mtime time.Ti
 	eg, ectx := errgroup.WithContext(ctx)
 	tokens := make(chan struct{}, window) // one per chunk read and not yet admitted
 	decoded := make(chan *chunk, window)
+	// Chunks admitted, for the reader to fill again (SinkCopies only):
+	// fresh 1 MiB buffers for a whole file were page faults, zeroing and
+	// GC work about as costly as reading it.
+	free := make(chan *chunk, window)
 	eg.Go(func() error {
 		defer close(decoded)
 		dec := errgroup.Group{}
 		dec.SetLimit(workers)
 		decoders := make(chan *lineDecoder, workers)
 		for range workers {
-			decoders <- &lineDecoder{}
+			// Strings into the chunk only for a sink that copies them: a
+			// sink that kept a few rows of a big file would keep their
+			// chunks. The chunk is not written again until it is admitted.
+			decoders <- &lineDecoder{alias: g.SinkCopies}
 		}
 		var cur *chunk
 		seq := 0
@@ -172,19 +180,37 @@ func (g *Ingester) jsonlParallel(ctx context.Context, path string, mtime time.Ti
 			})
 			return nil
 		}
-		start := func() error {
+		rowsHint := 256 // lines in the last chunk: the next one's row capacity
+		start := func(need int) error {
 			select {
 			case tokens <- struct{}{}:
 			case <-ectx.Done():
 				return ectx.Err()
 			}
-			cur = &chunk{seq: seq, buf: make([]byte, 0, chunkBytes), rows: make([]lineRow, 0, 256)}
+			select {
+			case cur = <-free:
+			default:
+			}
+			if cur != nil && cap(cur.buf) >= need {
+				cur.seq, cur.buf, cur.rows = seq, cur.buf[:0], cur.rows[:0]
+			} else {
+				cur = &chunk{seq: seq, buf: make([]byte, 0, max(chunkBytes, need)), rows: make([]lineRow, 0, rowsHint)}
+			}
 			seq++
 			return nil
 		}
 		add := func(row lineRow, raw []byte) error {
+			// A line that does not fit the chunk's buffer starts the next
+			// chunk: the buffer never grows, which would copy it (and the
+			// decoded items' strings point into it, see lineDecoder).
+			if cur != nil && len(cur.buf)+len(raw) > cap(cur.buf) {
+				rowsHint = len(cur.rows) + len(cur.rows)/8 + 1
+				if err := send(); err != nil {
+					return err
+				}
+			}
 			if cur == nil {
-				if err := start(); err != nil {
+				if err := start(len(raw)); err != nil {
 					return err
 				}
 			}
@@ -193,6 +219,7 @@ func (g *Ingester) jsonlParallel(ctx context.Context, path string, mtime time.Ti
 			row.end = len(cur.buf)
 			cur.rows = append(cur.rows, row)
 			if len(cur.buf) >= chunkBytes || len(cur.rows) >= chunkLines {
+				rowsHint = len(cur.rows) + len(cur.rows)/8 + 1
 				return send()
 			}
 			return nil
@@ -218,14 +245,14 @@ func (g *Ingester) jsonlParallel(ctx context.Context, path string, mtime time.Ti
 	})
 	// An error here cancels ectx, which every blocked send of the reader
 	// and the workers selects on.
-	eg.Go(func() error { return g.admitChunks(ctx, path, decoded, tokens, window) })
+	eg.Go(func() error { return g.admitChunks(ctx, path, decoded, tokens, free, window) })
 	return eg.Wait()
 }
 
 // admitChunks takes decoded chunks (in any order) and admits their lines
 // in input order; pending is a ring of window slots indexed by sequence
 // number, enough since at most window chunks are out at once.
-func (g *Ingester) admitChunks(ctx context.Context, path string, decoded <-chan *chunk, tokens <-chan struct{}, window int) error {
+func (g *Ingester) admitChunks(ctx context.Context, path string, decoded <-chan *chunk, tokens <-chan struct{}, free chan<- *chunk, window int) error {
 	pending := make([]*chunk, window)
 	next := 0
 	for c := range decoded {
@@ -240,6 +267,12 @@ func (g *Ingester) admitChunks(ctx context.Context, path string, decoded <-chan 
 				}
 			}
 			next++
+			if g.SinkCopies {
+				select {
+				case free <- c:
+				default:
+				}
+			}
 			<-tokens
 		}
 	}

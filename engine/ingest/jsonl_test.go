@@ -52,24 +52,45 @@ func mixedJSONL(t *testing.T, n int) string {
 // rejection rows (for a failure message that shows the first difference).
 func ingestShards(t *testing.T, workers int, paths ...string) ([]string, Stats, []engine.Rejection) {
 	t.Helper()
+	return ingestShardsWith(t, shardRun{workers: workers}, paths...)
+}
+
+// shardRun is how ingestShardsWith runs: decoding goroutines, whether the
+// sink promises to copy rows (Ingester.SinkCopies), and the writers'
+// options (zero: the defaults).
+type shardRun struct {
+	workers    int
+	sinkCopies bool
+	writer     engine.WriterOptions
+}
+
+func ingestShardsWith(t *testing.T, r shardRun, paths ...string) ([]string, Stats, []engine.Rejection) {
+	t.Helper()
 	dir := t.TempDir()
-	items, err := engine.NewShardWriter[engine.Item](dir, "items", "items", engine.DefaultWriterOptions())
+	opts := r.writer.WithDefaultSizes()
+	items, err := engine.NewShardWriter[engine.Item](dir, "items", "items", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rejects, err := engine.NewShardWriter[engine.Rejection](dir, "rejections", "rejections", engine.DefaultWriterOptions())
+	rejects, err := engine.NewShardWriter[engine.Rejection](dir, "rejections", "rejections", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rows []engine.Rejection
 	g, err := New(PresetItems, Sink{
-		Item:   func(it engine.Item) error { return items.Write(it) },
-		Reject: func(r engine.Rejection) error { rows = append(rows, r); return rejects.Write(r) },
+		Item: func(it engine.Item) error { return items.Write(it) },
+		Reject: func(r engine.Rejection) error {
+			// A copy: with SinkCopies the row's strings may point into a
+			// buffer the reader fills again.
+			rows = append(rows, engine.Rejection{ItemID: strings.Clone(r.ItemID), Stage: r.Stage, Gate: r.Gate, Reason: r.Reason, Detail: strings.Clone(r.Detail)})
+			return rejects.Write(r)
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.Workers = workers
+	g.Workers = r.workers
+	g.SinkCopies = r.sinkCopies
 	if err := g.IngestPaths(context.Background(), paths); err != nil {
 		t.Fatal(err)
 	}
@@ -156,5 +177,23 @@ func TestParallelDecodeStopsOnSinkError(t *testing.T) {
 	}
 	if n != chunkLines+5 {
 		t.Fatalf("the sink saw %d items after failing at %d", n, chunkLines+5)
+	}
+}
+
+// With SinkCopies the reader fills admitted chunks' buffers again while
+// the decoded strings of their rows pointed into them: the shards, stats
+// and rejections must be those of a run that copies everything, and
+// duplicates must still be found across chunks and files (the seen ids
+// are copies, not strings into a reused buffer).
+func TestSinkCopiesReusesBuffersWithTheSameOutput(t *testing.T) {
+	smallChunks(t, 50)
+	p := mixedJSONL(t, 9*chunkLines+17)
+	want, wstats, wrows := ingestShards(t, 1, p, p)
+	if wstats.Reasons["duplicate_id"] <= wstats.Items {
+		t.Fatalf("the second copy of the file should be all duplicates: %+v", wstats)
+	}
+	for _, workers := range []int{2, 8} {
+		got, gstats, grows := ingestShardsWith(t, shardRun{workers: workers, sinkCopies: true}, p, p)
+		sameShards(t, workers, got, want, gstats, wstats, grows, wrows)
 	}
 }

@@ -39,13 +39,18 @@ func runStage(ctx context.Context, sc *engine.StageContext, cfg StageConfig) err
 	if err != nil {
 		return err
 	}
+	// Write's variadic slice, reused: a fresh one per row was a heap
+	// object (Write takes its rows' addresses).
+	var item [1]engine.Item
+	var reject [1]engine.Rejection
 	g, err := New(cfg.Preset, Sink{
-		Item:   func(it engine.Item) error { return items.Write(it) },
-		Reject: func(r engine.Rejection) error { return rejects.Write(r) },
+		Item:   func(it engine.Item) error { item[0] = it; return items.Write(item[:]...) },
+		Reject: func(r engine.Rejection) error { reject[0] = r; return rejects.Write(reject[:]...) },
 	})
 	if err != nil {
 		return err
 	}
+	g.SinkCopies = true // ShardWriter.Write copies rows into Arrow builders
 	// A split run reads this part's pieces of the files (contiguous rows,
 	// balanced across parts); an unsplit one reads them whole.
 	ranges := sc.FileRanges

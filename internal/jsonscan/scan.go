@@ -148,10 +148,14 @@ const (
 
 // plain8 reports whether none of the 8 bytes of x is a control character,
 // a quote, a backslash or outside ASCII.
-func plain8(x uint64) bool {
+func plain8(x uint64) bool { return notPlain(x) == 0 }
+
+// notPlain is non-zero when one of the 8 bytes of x is not plain (see
+// plain8).
+func notPlain(x uint64) uint64 {
 	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
 	less20 := (x - ones*0x20) &^ x & highs
-	return (x&highs)|less20|zero(x^(ones*'"'))|zero(x^(ones*'\\')) == 0
+	return (x & highs) | less20 | zero(x^(ones*'"')) | zero(x^(ones*'\\'))
 }
 
 func isHex(c byte) bool { return jsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') }
@@ -162,8 +166,11 @@ func isHex(c byte) bool { return jsDigit(c) || (c >= 'a' && c <= 'f') || (c >= '
 func scanString(b []byte, i int) (end int, slow bool, err error) {
 	i++
 	for i < len(b) {
-		// Eight plain bytes (printable ASCII, no quote or backslash) at a
-		// time.
+		// Plain bytes (printable ASCII, no quote or backslash) sixteen,
+		// then eight at a time.
+		for i+16 <= len(b) && notPlain(binary.LittleEndian.Uint64(b[i:]))|notPlain(binary.LittleEndian.Uint64(b[i+8:])) == 0 {
+			i += 16
+		}
 		for i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
 			i += 8
 		}
@@ -209,7 +216,7 @@ func scanString(b []byte, i int) (end int, slow bool, err error) {
 // scanObject validates the object starting at b[i] == '{'; fn, when not
 // nil, gets each member in order: the key's raw contents (between its
 // quotes), whether the key needs unquoting, and the value's raw bytes.
-func scanObject(b []byte, i, depth int, fn func(key []byte, slow bool, v []byte) error) (int, error) {
+func scanObject(b []byte, i, depth int, fn func(key []byte, slow bool, v []byte, vslow bool) error) (int, error) {
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
@@ -229,11 +236,17 @@ func scanObject(b []byte, i, depth int, fn func(key []byte, slow bool, v []byte)
 		}
 		i = skipWS(b, i+1)
 		vstart := i
-		if i, err = scanValue(b, i, depth); err != nil {
+		vslow := false
+		if i < len(b) && b[i] == '"' {
+			i, vslow, err = scanString(b, i)
+		} else {
+			i, err = scanValue(b, i, depth)
+		}
+		if err != nil {
 			return i, err
 		}
 		if fn != nil {
-			if err := fn(key, kslow, b[vstart:i]); err != nil {
+			if err := fn(key, kslow, b[vstart:i], vslow); err != nil {
 				return i, err
 			}
 		}
@@ -290,6 +303,26 @@ var (
 // exactly one JSON object. A repeated key is passed each time. On a
 // syntax error fn may have seen the members before it.
 func Members(raw []byte, fn func(key []byte, slow bool, v []byte) error) error {
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return ErrNotObject
+	}
+	end, err := scanObject(raw, i, 1, func(key []byte, slow bool, v []byte, _ bool) error { return fn(key, slow, v) })
+	if err != nil {
+		return err
+	}
+	if j := skipWS(raw, end); j < len(raw) {
+		return synErr(raw, j, "after top-level value")
+	}
+	return nil
+}
+
+// MembersQuoted is Members that also says, for a member whose value is a
+// string, whether the string needs unquoting (valueSlow: an escape or a
+// byte outside ASCII), as the scan found out anyway: a string that does
+// not is its raw bytes between the quotes, with no second pass over it.
+// valueSlow is false for a value of any other kind.
+func MembersQuoted(raw []byte, fn func(key []byte, keySlow bool, v []byte, valueSlow bool) error) error {
 	i := skipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return ErrNotObject
@@ -426,13 +459,31 @@ func getu4(s []byte) rune {
 // escape or non-ASCII byte, else the decoding appended to scratch.
 func Contents(v, scratch []byte) (s, grown []byte) {
 	in := v[1 : len(v)-1]
-	for _, c := range in {
-		if c == '\\' || c >= utf8.RuneSelf {
-			out := AppendUnquoted(scratch[:0], in)
-			return out, out
-		}
+	if plainRun(in) < len(in) {
+		out := AppendUnquoted(scratch[:0], in)
+		return out, out
 	}
 	return in, scratch
+}
+
+// plainRun is the length of the prefix of s with no backslash and no byte
+// outside ASCII, tested eight bytes at a time (the long texts of a JSONL
+// row are mostly such bytes).
+func plainRun(s []byte) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(s[i:])
+		bs := x ^ (ones * '\\')
+		if (x&highs)|((bs-ones)&^bs&highs) != 0 {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c == '\\' || c >= utf8.RuneSelf {
+			return i
+		}
+	}
+	return i
 }
 
 // String decodes the JSON value v as a string; ok is false when v is

@@ -13,6 +13,7 @@ import (
 func FuzzJSONScan(f *testing.F) {
 	f.Add(`{"item_id":"a","domain":"rtl","verifier":{"kind":"differential","harness":"h"},"interface":{"ports":[{"name":"clk","width":1}]}}`)
 	f.Add(`{"a":"caf\u00e9 \ud83d\ude00","a":null,"b":[true,false,-1.5e3]}`)
+	f.Add(`{"plain":"` + strings.Repeat("sixteen bytes ok", 5) + `x","esc":"` + strings.Repeat("sixteen bytes ok", 3) + `\n","hi":"` + strings.Repeat("abcdefghijklmno", 2) + "\u00e9" + `"}`)
 	for _, l := range []string{`{}`, `{"a":[1,2,{"b":null}]}`, `{"a":"\ud83d"}`, `{"a":"\ud83d\u0041"}`, `{"a":1e}`, `{"a":-}`, `{"a":.5}`,
 		`{"a":"\u12"}`, "{\"a\":\"\x01\"}", `{"a" 1}`, `{"a":1,}`, `{,}`, `{"a":[1,]}`, `{"a":"\xff"}`, "{\"a\":\"\xff\xfe\"}", `{"a":1}}`, `{"a":tRue}`, `{"":0}`,
 		strings.Repeat("[", 20) + strings.Repeat("]", 20), `{"a":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`} {
@@ -27,6 +28,21 @@ func FuzzJSONScan(f *testing.F) {
 			got[Key(key, slow)] = v
 			return nil
 		})
+		qerr := MembersQuoted(raw, func(key []byte, slow bool, v []byte, vslow bool) error {
+			// valueSlow is exactly "Contents would not return the raw bytes".
+			if v[0] == '"' {
+				in, _ := Contents(v, nil)
+				if raw := len(in) == 0 || &in[0] == &v[1]; raw == vslow {
+					t.Fatalf("%q: member %q: valueSlow %v, Contents copies: %v", s, key, vslow, !raw)
+				}
+			} else if vslow {
+				t.Fatalf("%q: member %q: valueSlow for a non-string", s, key)
+			}
+			return nil
+		})
+		if (qerr == nil) != (gerr == nil) {
+			t.Fatalf("%q: MembersQuoted %v, Members %v", s, qerr, gerr)
+		}
 		isObj := bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte("{"))
 		if !isObj {
 			if gerr == nil {
@@ -59,4 +75,36 @@ func FuzzJSONScan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// plainRun, which tests eight bytes at a time, stops at the first
+// backslash or non-ASCII byte wherever it falls in a word, and Contents
+// then copies exactly when there is one.
+func TestPlainRunFindsTheFirstByteToUnquote(t *testing.T) {
+	for n := 0; n < 40; n++ {
+		base := strings.Repeat("abcdefgh", 5)[:n]
+		if got := plainRun([]byte(base)); got != n {
+			t.Fatalf("plain %q: %d, want %d", base, got, n)
+		}
+		for at := 0; at < n; at++ {
+			for _, c := range []byte{'\\', 0x80, 0xC3, 0xFF} {
+				s := []byte(base)
+				s[at] = c
+				if got := plainRun(s); got != at {
+					t.Fatalf("%q: %d, want %d", s, got, at)
+				}
+				if c == '\\' { // valid JSON only with an escape after it
+					if at+1 == n {
+						continue
+					}
+					s[at+1] = 'n'
+				}
+				v := append(append([]byte{'"'}, s...), '"')
+				got, _ := Contents(v, nil)
+				if &got[0] == &v[1] {
+					t.Fatalf("%q: Contents returned the raw bytes, which need unquoting", s)
+				}
+			}
+		}
+	}
 }
