@@ -172,8 +172,25 @@ func withSampler(harness string, at int, expr string, openInInitial bool) (strin
 			if openInInitial {
 				open = "  integer crucible_sfd;\n  initial crucible_sfd = $fopen(\"" + samplesFile + "\", \"w\");\n"
 			}
+			// Samples are written run-length encoded (r records, trace.go):
+			// a harness samples at every clock edge, so nearly every sample
+			// extends a run of equal spacing, and the one $fwrite (a VPI
+			// call costing several times the arithmetic) is paid once per
+			// run instead of once per sample.
 			s := "\n  // ---- crucible sample monitor (trusted run only) ----\n" + open +
-				"  always @(" + expr + ") $fwrite(crucible_sfd, \"s %0.0f\\n\", $realtime * (1.0e15 / 1s));\n"
+				"  real crucible_s_now, crucible_s_last, crucible_s_t0, crucible_s_d;\n  integer crucible_s_n = 0;\n" +
+				"  always @(" + expr + ") begin\n" +
+				"    crucible_s_now = $realtime * (1.0e15 / 1s);\n" +
+				"    if (crucible_s_n == 0) begin crucible_s_t0 = crucible_s_now; crucible_s_n = 1; end\n" +
+				"    else if (crucible_s_n == 1) begin crucible_s_d = crucible_s_now - crucible_s_t0; crucible_s_n = 2; end\n" +
+				"    else if (crucible_s_now - crucible_s_last == crucible_s_d) crucible_s_n = crucible_s_n + 1;\n" +
+				"    else begin\n" +
+				"      $fwrite(crucible_sfd, \"r %0.0f %0.0f %0d\\n\", crucible_s_t0, crucible_s_d, crucible_s_n);\n" +
+				"      crucible_s_t0 = crucible_s_now; crucible_s_n = 1;\n" +
+				"    end\n" +
+				"    crucible_s_last = crucible_s_now;\n" +
+				"  end\n" +
+				"  final if (crucible_s_n > 0) $fwrite(crucible_sfd, \"r %0.0f %0.0f %0d\\n\", crucible_s_t0, crucible_s_d, crucible_s_n);\n"
 			return harness[:t.Pos] + s + harness[t.Pos:], true
 		}
 	}

@@ -3,6 +3,7 @@ package rtl
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 //	                  which an output changed ($fstrobe), and at time 0
 //	e <fs>            the end of the run (its absence means the run was cut short)
 //	s <fs>            (samples file) a harness sample instant
+//	r <fs> <d> <n>    (samples file) n sample instants from fs, d apart
 //
 // and, as the recorders write them, the packed forms of the i and v records:
 //
@@ -54,6 +56,10 @@ type traceRec struct {
 	Vals  []string
 	Phase int // input records: 0 in the timestep's first active region, 1 after it
 }
+
+// maxSampleRun bounds the samples a samples file may expand to (r
+// records): more than any trace a simulation can write within its limits.
+const maxSampleRun = 1 << 26
 
 // maxTraceLine bounds one line: a port wider than this is not a design a
 // trace can judge.
@@ -111,7 +117,7 @@ func parseTrace(data []byte, nIn, nOut int) (traceRecords, error) {
 		if err != nil {
 			return tr, fmt.Errorf("%w: trace line %d: %v", ErrParse, lineNo, err)
 		}
-		if f[0] != "s" { // the samples file is separate and has its own order
+		if f[0] != "s" && f[0] != "r" { // the samples file is separate and has its own order
 			if t < last {
 				return tr, fmt.Errorf("%w: trace line %d: time %d before %d", ErrParse, lineNo, t, last)
 			}
@@ -163,6 +169,24 @@ func parseTrace(data []byte, nIn, nOut int) (traceRecords, error) {
 				return tr, fmt.Errorf("%w: trace line %d: sample record with values", ErrParse, lineNo)
 			}
 			tr.Samples = append(tr.Samples, t)
+		case "r":
+			if len(vals) != 2 {
+				return tr, fmt.Errorf("%w: trace line %d: a sample run holds its start, spacing and count", ErrParse, lineNo)
+			}
+			d, err := parseFS(vals[0])
+			if err != nil {
+				return tr, fmt.Errorf("%w: trace line %d: spacing: %v", ErrParse, lineNo, err)
+			}
+			n, err := strconv.Atoi(vals[1])
+			if err != nil || n < 1 || n > maxSampleRun-len(tr.Samples) {
+				return tr, fmt.Errorf("%w: trace line %d: sample count %q (at most %d samples in all)", ErrParse, lineNo, truncate(vals[1], 20), maxSampleRun)
+			}
+			if n > 1 && d > (math.MaxInt64-t)/int64(n-1) {
+				return tr, fmt.Errorf("%w: trace line %d: sample run past the largest time", ErrParse, lineNo)
+			}
+			for k := 0; k < n; k++ {
+				tr.Samples = append(tr.Samples, t+int64(k)*d)
+			}
 		case "e":
 			if len(vals) != 0 {
 				return tr, fmt.Errorf("%w: trace line %d: end record with values", ErrParse, lineNo)

@@ -1,6 +1,7 @@
 package rtl
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -116,6 +117,25 @@ func TestPackedRecordsParseAsUnpacked(t *testing.T) {
 	} {
 		if _, err := parseTrace([]byte(bad.trace), 2, 2); err == nil || !strings.Contains(err.Error(), bad.why) {
 			t.Errorf("%s: err %v, want one saying %q", bad.name, err, bad.why)
+		}
+	}
+}
+
+// TestSampleRuns: a run record expands to its instants, the same as one s
+// record each; a run that is empty, too long or past the largest time is
+// an error.
+func TestSampleRuns(t *testing.T) {
+	got, err := parseTrace([]byte("r 5000 10000 3\nr 40000 0 2\ns 41000\nr 50000 0 1\n"), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{5000, 15000, 25000, 40000, 40000, 41000, 50000}
+	if fmt.Sprint(got.Samples) != fmt.Sprint(want) {
+		t.Fatalf("samples %v, want %v", got.Samples, want)
+	}
+	for _, bad := range []string{"r 0 1 0\n", "r 0 1\n", "r 0 x 2\n", "r 1 4611686018427387904 3\n", "r 0 1 67108865\n"} {
+		if _, err := parseTrace([]byte(bad), 0, 0); err == nil {
+			t.Errorf("%q accepted", bad)
 		}
 	}
 }
