@@ -42,6 +42,10 @@ type IndexOptions struct {
 	// Designs, on a corpus index, also writes the interface index with
 	// the extractor (and workers) it gives; nil builds a lexical-only index.
 	Designs *BehaviouralConfig
+	// KernelPaths, on a corpus index, are the corpus files read again as
+	// items for the kernel index (kernels.jsonl; no tool needed); nil
+	// builds none.
+	KernelPaths []string
 }
 
 // designWriter streams designs.jsonl while the builder indexes the rows;

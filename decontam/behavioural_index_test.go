@@ -44,7 +44,7 @@ func TestCorpusIndexKeepsInterfaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !meta.Behavioural || meta.Designs != 2 || meta.DesignErrors != 1 || meta.DesignRows != 3 || meta.Version != 3 {
+	if !meta.Behavioural || meta.Designs != 2 || meta.DesignErrors != 1 || meta.DesignRows != 3 || meta.Version != 4 {
 		t.Fatalf("meta %+v", meta)
 	}
 	if _, err := decontam.BuildIndexWith(ctx, decontam.DefaultConfig(), filepath.Join(t.TempDir(), "b"), "b", decontam.SideBenchmark, corpus, decontam.IndexOptions{Designs: &bcfg}); !errors.Is(err, engine.ErrConfig) {

@@ -62,7 +62,7 @@ func BuildIndexWith(ctx context.Context, cfg Config, dir, name, side string, src
 	if side != SideBenchmark && side != SideCorpus {
 		return IndexMeta{}, fmt.Errorf("%w: side %q (want benchmark|corpus)", ErrConfig, side)
 	}
-	if opt.Designs != nil && side != SideCorpus {
+	if (opt.Designs != nil || opt.KernelPaths != nil) && side != SideCorpus {
 		return IndexMeta{}, fmt.Errorf("%w: an interface index is built for a corpus index only (a benchmark's harnesses are read from its file)", ErrConfig)
 	}
 	b, err := NewBuilder(cfg, dir, name, side)
@@ -98,6 +98,9 @@ func BuildIndexWith(ctx context.Context, cfg Config, dir, name, side string, src
 		err = b.designs.close(ctx)
 	} else if b.designs != nil {
 		b.designs.f.Close()
+	}
+	if err == nil && opt.KernelPaths != nil {
+		err = writeKernelIndex(ctx, b.tmp, opt.KernelPaths, &b.meta)
 	}
 	if err != nil {
 		os.RemoveAll(b.tmp)

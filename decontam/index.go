@@ -166,13 +166,28 @@ type IndexMeta struct {
 	Designs      int64 `json:"designs,omitempty"`
 	DesignErrors int64 `json:"design_errors,omitempty"`
 	DesignRows   int64 `json:"design_rows,omitempty"`
+	// KernelIndex (version 4, corpus side): the index holds its kernel
+	// index (kernels.jsonl, behavioural_kernel_index.go), the corpus's CPU
+	// kernel items with their arguments, so a benchmark's kernel problems
+	// checked against it are matched behaviourally too. Kernels counts
+	// them; KernelRows and KernelItems are the corpus rows read as items
+	// and those that were items; KernelFirstRejection is the first row
+	// that was not, KernelReadError why the files could not be read as
+	// items at all (the index then holds no kernels): the check's notes.
+	KernelIndex          bool   `json:"kernel_index,omitempty"`
+	Kernels              int64  `json:"kernels,omitempty"`
+	KernelRows           int64  `json:"kernel_rows,omitempty"`
+	KernelItems          int64  `json:"kernel_items,omitempty"`
+	KernelFirstRejection string `json:"kernel_first_rejection,omitempty"`
+	KernelReadError      string `json:"kernel_read_error,omitempty"`
 }
 
 // indexVersion 2 added document-frequency suppression (tagCommon,
-// Entry.Common); 3 the interface index of corpus indexes (Behavioural).
-// A version 1 index is read without suppression, versions 1 and 2 as
-// lexical-only (Index.BehaviouralUnavailable says so).
-const indexVersion = 3
+// Entry.Common); 3 the interface index of corpus indexes (Behavioural);
+// 4 their kernel index (KernelIndex). A version 1 index is read without
+// suppression, versions 1 and 2 as lexical-only (DesignIndex.Unavailable
+// says so), version 3 without kernels (DesignIndex.KernelsUnavailable).
+const indexVersion = 4
 
 // Index file names inside an index directory.
 const (
@@ -226,7 +241,7 @@ func IndexFile(name string) bool { return slices.Contains(indexFiles, name) }
 
 // indexFiles are an index directory's own files, meta.json (what makes it
 // an index) first.
-var indexFiles = []string{metaFile, entriesFile, sigsFile, gramsFile, designsFile}
+var indexFiles = []string{metaFile, entriesFile, sigsFile, gramsFile, designsFile, kernelsFile}
 
 // NewBuilder starts an index in dir (created; must not already hold an index).
 func NewBuilder(cfg Config, dir, name, side string) (*Builder, error) {
@@ -406,6 +421,9 @@ func (b *Builder) Finish() error {
 	published := []string{sigsFile, gramsFile, entriesFile}
 	if b.meta.Behavioural {
 		published = append(published, designsFile)
+	}
+	if b.meta.KernelIndex {
+		published = append(published, kernelsFile)
 	}
 	for _, name := range published {
 		if err := engine.PublishFile(filepath.Join(b.tmp, finalName(name)), filepath.Join(b.dir, name)); err != nil {

@@ -63,7 +63,7 @@ func readMeta(dir string) (IndexMeta, error) {
 		return meta, fmt.Errorf("%w: %s: %v", ErrInput, filepath.Join(dir, metaFile), err)
 	}
 	switch meta.Version {
-	case indexVersion:
+	case indexVersion, 3:
 	case 2:
 		meta.Behavioural = false
 	case 1:

@@ -131,7 +131,7 @@ func newDecontamIndexCmd() *cobra.Command {
 	f.StringArrayVar(&o.Fields, "field", nil, "text column (repeatable; default: prompt, ref, code, ... for a benchmark; instruction, reference, text, ... for a corpus)")
 	f.StringVar(&o.Out, "out", "", "index directory to create (required)")
 	f.BoolVar(&o.Force, "force", false, "build even when the index in --out is current with its inputs and flags")
-	f.StringSliceVar(&o.Methods, "method", []string{methodAuto}, "corpus index: auto | lexical | behavioural: behavioural (and auto where Yosys is on PATH) also stores every corpus design with its Yosys-read interface (designs.jsonl), so a benchmark checked against the index is matched behaviourally too")
+	f.StringSliceVar(&o.Methods, "method", []string{methodAuto}, "corpus index: auto | lexical | behavioural: behavioural (and auto where Yosys is on PATH) also stores every corpus design with its Yosys-read interface (designs.jsonl), and behavioural and auto every CPU kernel item stating its arguments (kernels.jsonl), so a benchmark checked against the index is matched behaviourally too")
 	f.IntVar(&o.Workers, "workers", o.Workers, "concurrent interface extractions (behavioural)")
 	sf = bindDecontamConfig(c, &o.Config)
 	_ = c.MarkFlagRequired("in")
@@ -191,7 +191,8 @@ func runDecontamIndex(ctx context.Context, o DecontamIndexOptions) error {
 		Fields     []string        `yaml:"fields"`
 		Match      decontam.Config `yaml:"match"`
 		Interfaces bool            `yaml:"interfaces"`
-	}{o.Side, o.Name, idf, fields, o.Config, opt.Designs != nil}
+		Kernels    bool            `yaml:"kernels"`
+	}{o.Side, o.Name, idf, fields, o.Config, opt.Designs != nil, opt.KernelPaths != nil}
 	var extra any
 	if opt.Designs != nil {
 		p, _ := exec.LookPath("yosys")
@@ -210,7 +211,7 @@ func runDecontamIndex(ctx context.Context, o DecontamIndexOptions) error {
 			return err
 		}
 		for k, v := range map[string]int64{"items": int64(meta.Items), "entries": int64(meta.Entries), "postings": meta.Records,
-			"common": meta.Common, "designs": meta.Designs} {
+			"common": meta.Common, "designs": meta.Designs, "kernels": meta.Kernels} {
 			sc.Count(k, v)
 		}
 		return nil
@@ -226,6 +227,9 @@ func runDecontamIndex(ctx context.Context, o DecontamIndexOptions) error {
 		meta.Name, meta.Side, meta.Entries, meta.Records, meta.Config.NGram, meta.Bands, meta.Common, meta.Config.MaxDocFreq, meta.Items)
 	if meta.Behavioural {
 		fmt.Fprintf(o.Stdout, "  interface index: %d designs in %d rows (%d without a readable interface, not matched behaviourally)\n", meta.Designs, meta.DesignRows, meta.DesignErrors)
+	}
+	if meta.KernelIndex {
+		fmt.Fprintf(o.Stdout, "  kernel index: %d CPU kernel items stating their arguments in %d rows\n", meta.Kernels, meta.KernelRows)
 	}
 	fmt.Fprintf(o.Stdout, "  written to %s\n", o.Out)
 	return nil
@@ -315,11 +319,14 @@ is a problem's runs, through a C wrapper with the problem's entry point and
 each argument mapping, against the problem's reference with the kernel
 verifier (CPU backend, gcc) on fresh inputs; a pass is a match as above,
 port_mapping naming the corpus argument each problem argument got. Its
-summary and counts carry the benchmark's name with " (kernel)". Corpus rows
-that are not items (plain text), items without such kernels, or a
---corpus-index (which keeps no kernel arguments) get a note on stderr; with
---method behavioural that is exit 2 when no RTL pass ran either, and a
-missing gcc is exit 2.
+summary and counts carry the benchmark's name with " (kernel)". With
+--corpus-index the corpus kernels are those the index kept, at their rows
+(kernels.jsonl, written by 'decontam index --side corpus' unless --method
+lexical; index version 4): the same matches as against the files. Corpus
+rows that are not items (plain text), items without such kernels, or an
+index of version 3 (which keeps no kernel arguments) get a note on stderr;
+with --method behavioural that is exit 2 when no RTL pass ran either, and
+a missing gcc is exit 2.
 
 --corpus (and 'decontam index --in') take files, quoted globs and
 directories as 'crucible dedup --in' does.
@@ -335,8 +342,9 @@ finds the manifests current and skips (exit code still 6 when the skipped
 check had found contamination); --force runs them anyway. Besides the
 matches, --out holds contaminated_rows-*.parquet (row: the contaminated
 corpus row's place among all --corpus rows, corpus_id, benchmark_id,
-method, score; one row per contaminated match, --corpus only), which
---purify reads.
+method, score; one row per contaminated match: with --corpus, and for
+behavioural matches against a --corpus-index, whose row is the one the
+index kept), which --purify reads.
 
 --set key=value (repeatable, after the flags) sets any key of the matching
 config, the check manifest's match block: the flags' keys (ngram, min_tokens,
@@ -577,9 +585,11 @@ func checkStage(o DecontamCheckOptions, methods checkMethods, fields, cfields []
 		}
 		write := func(m decontam.Match) error { return w.Write(m) }
 		// Against the corpus files, a match's row is its place among all
-		// corpus rows; against a corpus index there are no rows to place.
+		// corpus rows; against a corpus index a lexical match has no row
+		// to place, a behavioural one has the row its design or kernel
+		// was indexed from.
 		hit := func(row int64, m decontam.Match) error {
-			if m.Contaminated && o.CorpusIndex == "" {
+			if m.Contaminated && (o.CorpusIndex == "" || m.Method == decontam.MethodBehavioural) {
 				if err := hw.Write(contamRow{Row: row, CorpusID: m.CorpusID, BenchmarkID: m.BenchmarkID, Method: m.Method, Score: m.Score}); err != nil {
 					return err
 				}

@@ -72,7 +72,9 @@ func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods,
 		if err != nil {
 			return nil, err
 		}
-		if why := ix.Unavailable(); why != "" {
+		// An index with neither designs nor kernels (lexical-only, or
+		// older than version 3) gets one note for both kinds of problem.
+		if why := ix.Unavailable(); why != "" && ix.KernelsUnavailable() != "" {
 			if !m.auto {
 				return nil, fmt.Errorf("%w: --method behavioural: --corpus-index %s: %s", errUsage, o.CorpusIndex, why)
 			}
@@ -112,16 +114,22 @@ func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods,
 		return nil, nil
 	}
 	var sums []decontam.BehaviouralSummary
-	rtlRan := false
+	rtlRan, kernelRan := false, false
+	rtlWhy := ""
 	if len(benches) > 0 {
-		s, err := runRTLBehavioural(ctx, o, m, stderr, benches, cix, cfg, fn)
-		if err != nil {
-			return nil, err
+		if why := cixUnavailable(cix); why != "" {
+			// An index built where Yosys was missing keeps kernels only.
+			rtlWhy = fmt.Sprintf("the RTL problems are not matched behaviourally: --corpus-index %s: %s", o.CorpusIndex, why)
+		} else {
+			s, err := runRTLBehavioural(ctx, o, m, stderr, benches, cix, cfg, fn)
+			if err != nil {
+				return nil, err
+			}
+			sums, rtlRan = append(sums, s...), s != nil
 		}
-		sums, rtlRan = append(sums, s...), s != nil
 	}
 	if len(kernelBenches) > 0 {
-		s, why, err := runKernelBehavioural(ctx, o, m, kernelBenches, cix != nil, cfg, fn)
+		s, why, err := runKernelBehavioural(ctx, o, m, kernelBenches, cix, cfg, fn)
 		if err != nil {
 			return nil, err
 		}
@@ -133,9 +141,24 @@ func runBehavioural(ctx context.Context, o DecontamCheckOptions, m checkMethods,
 			}
 			fmt.Fprintf(stderr, "decontam: %s\n", why)
 		}
-		sums = append(sums, s...)
+		sums, kernelRan = append(sums, s...), s != nil
+	}
+	if rtlWhy != "" {
+		if !m.auto && !kernelRan {
+			return nil, fmt.Errorf("%w: --method behavioural: %s", errUsage, rtlWhy)
+		}
+		fmt.Fprintf(stderr, "decontam: %s\n", rtlWhy)
 	}
 	return sums, nil
+}
+
+// cixUnavailable is why the corpus index cix (nil: none, the corpus
+// files) holds no RTL designs to match.
+func cixUnavailable(cix *decontam.DesignIndex) string {
+	if cix == nil {
+		return ""
+	}
+	return cix.Unavailable()
 }
 
 // runRTLBehavioural matches the benchmarks' RTL problems: against the
@@ -192,8 +215,9 @@ func behaviouralAsSummary(s decontam.BehaviouralSummary, cfg decontam.Config) de
 }
 
 // indexDesignsOption reads `decontam index --method`: whether a corpus
-// index also gets its interface index. auto builds it where Yosys is on
-// PATH and says on stderr when it cannot; behavioural insists (exit 2
+// index also gets its interface index and its kernel index. auto builds
+// the interface index where Yosys is on PATH and says on stderr when it
+// cannot, and the kernel index always; behavioural insists (exit 2
 // without Yosys, or for a benchmark index, whose harnesses stay in the
 // benchmark file).
 func indexDesignsOption(ctx context.Context, o DecontamIndexOptions) (decontam.IndexOptions, error) {
@@ -210,14 +234,17 @@ func indexDesignsOption(ctx context.Context, o DecontamIndexOptions) (decontam.I
 		}
 		return decontam.IndexOptions{}, nil
 	}
+	// The kernel index needs no tool: a kernel item states its arguments.
+	opt := decontam.IndexOptions{KernelPaths: o.In}
 	if miss := decontam.ToolsMissing(ctx, nil, "yosys"); miss != "" {
 		if m.behavioural {
 			return decontam.IndexOptions{}, fmt.Errorf("%w: --method behavioural cannot build the interface index here: %s", errUsage, miss)
 		}
 		if o.Stderr != nil {
-			fmt.Fprintf(o.Stderr, "decontam: interface index NOT built (%s): the index is lexical only; a benchmark checked against it will not be matched behaviourally\n", miss)
+			fmt.Fprintf(o.Stderr, "decontam: interface index NOT built (%s): the index keeps no RTL designs; a benchmark's RTL problems checked against it will not be matched behaviourally (its CPU kernel items are kept)\n", miss)
 		}
-		return decontam.IndexOptions{}, nil
+		return opt, nil
 	}
-	return decontam.IndexOptions{Designs: &decontam.BehaviouralConfig{Workers: o.Workers}}, nil
+	opt.Designs = &decontam.BehaviouralConfig{Workers: o.Workers}
+	return opt, nil
 }

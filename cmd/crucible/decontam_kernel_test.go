@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,8 +55,10 @@ func writeRows(t *testing.T, dir, name string, rows ...any) string {
 // all corpus rows (exit 6; --purify removes that row); a kernel of the same
 // signature computing something else is not; a plain-text corpus gets one
 // note on stderr under auto and is exit 2 under --method behavioural, as
-// are items none of which is a kernel, and a corpus index (which keeps no
-// kernel arguments) says so.
+// are items none of which is a kernel. Checked against a corpus index of
+// those files instead (the reverse direction), the benchmark gets the same
+// match, contaminated row, counts, notes and exit codes; an index written
+// before indexes kept kernel items (version 3) says so.
 func TestDecontamCheckKernelBehavioural(t *testing.T) {
 	decontamtest.RequireKernelCC(t)
 	dir := t.TempDir()
@@ -76,6 +79,10 @@ func TestDecontamCheckKernelBehavioural(t *testing.T) {
 	kernelKey := func(k string) string { return "behavioural." + k + ".kbench (kernel)" }
 	for _, tc := range []struct {
 		name, corpus, method string
+		// index: check a corpus index built from the corpus (`decontam
+		// index`, default method) instead of the corpus files: "new", or
+		// "v3", that index rewritten as one of version 3 (no kernel index).
+		index                string
 		noCC                 bool     // PATH without gcc
 		wantCode             int      // exit code
 		wantMatch            string   // corpus id matched behaviourally ("" none)
@@ -106,6 +113,30 @@ func TestDecontamCheckKernelBehavioural(t *testing.T) {
 			stderrHas: []string{`decontam: behavioural matching of kernel problems NOT run (kernels: backend unavailable: C compiler "gcc" not found): install a C compiler (gcc) for kernel coverage`}},
 		{name: "no compiler behavioural", corpus: "copy", method: "behavioural", noCC: true, wantCode: exitUsage,
 			stderrHas: []string{"--method behavioural cannot run kernel problems here"}},
+		// The reverse direction: the corpus index keeps the kernel items
+		// with their rows, so the benchmark checked against it gets what
+		// the corpus files give: the same match, row, counts and exit.
+		{name: "index rewrite flagged", corpus: "copy", index: "new", method: "behavioural", wantCode: exitFindings, wantMatch: "mm", wantRow: 1,
+			stdoutHas: []string{"decontam kbench (kernel) (behavioural): 1 designs in 2 rows, 2 problems", "2 pairs, 1 pruned by interface shape, 1 compatible",
+				"matmul_f32_64                  ← mm                             behavioural (ports a=p,b=q,c=out,n=size)"},
+			wantCounts: map[string]int64{"matches": 1, "simulations": 2, "pairs_compatible": 1, "pairs_pruned": 1, "unjudged": 0}},
+		{name: "index rewrite flagged auto", corpus: "copy", index: "new", method: "auto", wantCode: exitFindings, wantMatch: "mm", wantRow: 1,
+			stdoutHas: []string{"decontam kbench (kernel) (behavioural): 1 designs in 2 rows"}},
+		{name: "index same signature other function", corpus: "other", index: "new", method: "behavioural", wantCode: exitOK,
+			stdoutHas:  []string{"decontam kbench (kernel) (behavioural): 1 designs in 1 rows", "0 contaminated"},
+			wantCounts: map[string]int64{"matches": 0, "simulations": 2, "pairs_compatible": 1, "pairs_pruned": 1}},
+		{name: "index of plain text auto", corpus: "text", index: "new", method: "auto", wantCode: exitOK,
+			stderrHas: []string{"decontam: the kernel problems of benchmark kbench are not matched behaviourally: the --corpus-index rows are not Crucible items"}},
+		{name: "index of plain text behavioural", corpus: "text", index: "new", method: "behavioural", wantCode: exitUsage,
+			stderrHas: []string{"--method behavioural: the kernel problems of benchmark kbench are not matched behaviourally: the --corpus-index rows are not Crucible items"}},
+		{name: "index of items without kernels behavioural", corpus: "rtl", index: "new", method: "behavioural", wantCode: exitUsage,
+			stderrHas: []string{"none of the 1 corpus items indexed in the --corpus-index is a CPU kernel stating its arguments"}},
+		// An index written before indexes kept kernel items: the note (and
+		// the lexical pass, which finds the short kernel structurally).
+		{name: "old index auto", corpus: "copy", index: "v3", method: "auto", wantCode: exitFindings,
+			stderrHas: []string{"decontam: the kernel problems of benchmark kbench are not matched behaviourally: a --corpus-index keeps RTL designs' interfaces, not kernel items' arguments; check the corpus files with --corpus (index version 3"}},
+		{name: "old index behavioural", corpus: "copy", index: "v3", method: "behavioural", wantCode: exitUsage,
+			stderrHas: []string{"--method behavioural: the kernel problems of benchmark kbench are not matched behaviourally: a --corpus-index keeps RTL designs' interfaces"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.noCC {
@@ -114,7 +145,19 @@ func TestDecontamCheckKernelBehavioural(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
 			args := []string{"decontam", "check", "--corpus", corpora[tc.corpus], "--benchmark", bench, "--id-field", "item_id", "--out", out,
 				"--no-progress", "--workers", "2", "--method", tc.method}
-			if tc.wantMatch != "" {
+			if tc.index != "" {
+				args[2] = "--corpus-index"
+				args[3] = buildKernelCorpusIndex(t, corpora[tc.corpus], tc.index == "v3")
+				if _, err := exec.LookPath("yosys"); err != nil && tc.index == "v3" {
+					// Without Yosys the old index has no interface index
+					// either, and the note says behavioural matching is
+					// not available for it at all.
+					tc.stderrHas = []string{"behavioural matching NOT available for --corpus-index"}
+					if tc.method == "behavioural" {
+						tc.stderrHas = []string{"--method behavioural: --corpus-index"}
+					}
+				}
+			} else if tc.wantMatch != "" {
 				args = append(args, "--purify", filepath.Join(t.TempDir(), "pure"))
 			}
 			stdout, stderr, err := runCLISplit(t, args...)
@@ -191,31 +234,36 @@ func TestDecontamCheckKernelBehavioural(t *testing.T) {
 			}
 		})
 	}
+}
 
-	// The reverse direction: a corpus index keeps RTL designs' interfaces
-	// only, so kernel problems are noted as not matched (auto) and are
-	// exit 2 under --method behavioural, when nothing else could run.
-	t.Run("corpus index", func(t *testing.T) {
-		idx := filepath.Join(t.TempDir(), "cidx")
-		if _, err := runCLI(t, "decontam", "index", "--in", corpora["copy"], "--side", "corpus", "--out", idx); err != nil {
-			t.Fatal(err)
+// buildKernelCorpusIndex indexes corpus with `decontam index --side corpus`
+// (default method: the kernel index too) and returns the index directory;
+// old rewrites it as an index of version 3, written before indexes kept
+// kernel items: no kernels.jsonl, no kernel fields in meta.json.
+func buildKernelCorpusIndex(t *testing.T, corpus string, old bool) string {
+	t.Helper()
+	idx := filepath.Join(t.TempDir(), "cidx")
+	stdout, err := runCLI(t, "decontam", "index", "--in", corpus, "--side", "corpus", "--out", idx, "--no-progress")
+	if err != nil || !strings.Contains(stdout, "kernel index: ") {
+		t.Fatalf("index: %v\n%s", err, stdout)
+	}
+	if !old {
+		return idx
+	}
+	var m map[string]any
+	raw, err := os.ReadFile(filepath.Join(idx, "meta.json"))
+	if err != nil || json.Unmarshal(raw, &m) != nil {
+		t.Fatalf("meta.json: %v %s", err, raw)
+	}
+	for k := range m {
+		if strings.HasPrefix(k, "kernel") {
+			delete(m, k)
 		}
-		_, stderr, err := runCLISplit(t, "decontam", "check", "--corpus-index", idx, "--benchmark", bench, "--id-field", "item_id", "--out", filepath.Join(t.TempDir(), "o"), "--method", "auto")
-		if err != nil && exitCode(context.Background(), err) != exitFindings {
-			t.Fatalf("auto: %v\n%s", err, stderr)
-		}
-		// Without Yosys the index has no interface index, and the note
-		// says behavioural matching is not available for it at all.
-		note := "decontam: the kernel problems of benchmark kbench are not matched behaviourally: a --corpus-index keeps RTL designs' interfaces, not kernel items' arguments; check the corpus files with --corpus"
-		if _, err := exec.LookPath("yosys"); err != nil {
-			note = "behavioural matching NOT available for --corpus-index"
-		}
-		if !strings.Contains(stderr, note) {
-			t.Errorf("auto --corpus-index: stderr lacks %q:\n%s", note, stderr)
-		}
-		_, _, err = runCLISplit(t, "decontam", "check", "--corpus-index", idx, "--benchmark", bench, "--id-field", "item_id", "--out", filepath.Join(t.TempDir(), "o2"), "--method", "behavioural")
-		if exitCode(context.Background(), err) != exitUsage {
-			t.Errorf("--method behavioural --corpus-index: %v, want exit 2", err)
-		}
-	})
+	}
+	m["version"] = 3
+	raw, _ = json.Marshal(m)
+	if err := errors.Join(os.WriteFile(filepath.Join(idx, "meta.json"), raw, 0o644), os.Remove(filepath.Join(idx, "kernels.jsonl"))); err != nil {
+		t.Fatal(err)
+	}
+	return idx
 }
