@@ -1,21 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/crucible-data/crucible/engine"
+	"github.com/crucible-data/crucible/internal/benchenv"
 )
 
 // BenchmarkIngestVsDuckDB times `crucible ingest` of one JSONL file of
@@ -37,19 +34,22 @@ func BenchmarkIngestVsDuckDB(b *testing.B) {
 	}
 	dir := b.TempDir()
 	in := filepath.Join(dir, "items.jsonl")
-	size := writeIngestCorpus(b, in, rows)
+	size, err := benchenv.WriteIngestItems(in, rows)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Logf("%d items, %.0f MB of JSONL", rows, float64(size)/1e6)
 	b.Run("crucible", func(b *testing.B) {
 		b.SetBytes(size)
 		var cpu time.Duration
 		for i := 0; b.Loop(); i++ {
 			out := filepath.Join(dir, fmt.Sprintf("crucible-%d", i))
-			start := processCPU()
+			start := benchenv.ProcessCPU()
 			if err := runIngest(context.Background(), IngestOptions{Preset: "items", Out: out, Paths: []string{in},
 				Writer: engine.DefaultWriterOptions(), Stdout: io.Discard}); err != nil {
 				b.Fatal(err)
 			}
-			cpu += processCPU() - start
+			cpu += benchenv.ProcessCPU() - start
 			b.StopTimer()
 			// Every generated row must be an item: a benchmark of a run that
 			// rejected them would time the wrong work.
@@ -76,60 +76,15 @@ func BenchmarkIngestVsDuckDB(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			out := filepath.Join(dir, fmt.Sprintf("duckdb-%d.parquet", i))
 			q := fmt.Sprintf("COPY (SELECT * FROM read_json_auto('%s', format='newline_delimited')) TO '%s' (FORMAT parquet, COMPRESSION zstd)", in, out)
-			start := processCPU()
+			start := benchenv.ProcessCPU()
 			if _, err := db.Exec(q); err != nil {
 				b.Fatal(err)
 			}
-			cpu += processCPU() - start
+			cpu += benchenv.ProcessCPU() - start
 			b.StopTimer()
 			os.Remove(out)
 			b.StartTimer()
 		}
 		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 	})
-}
-
-// processCPU is the user and system CPU time of the process (DuckDB's
-// threads included): on a shared machine the CPU each side takes is a
-// steadier comparison than their wall times.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// writeIngestCorpus writes n valid RTL items and returns the file's size.
-func writeIngestCorpus(b *testing.B, path string, n int) int64 {
-	b.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	filler := strings.Repeat("The counter increments on every rising clock edge while enable is high and wraps at its modulus. ", 21)
-	ref := "module RefModule(input clk, input rst, input en, output reg [7:0] q);\n  always @(posedge clk) if (rst) q <= 0; else if (en) q <= q + 1;\nendmodule\n"
-	for i := 0; i < n; i++ {
-		row := map[string]any{
-			"item_id": fmt.Sprintf("item-%07d", i), "domain": "rtl", "family": fmt.Sprintf("fam%d", i%11),
-			"instruction": fmt.Sprintf("Task %d. %s", i, filler), "reference": ref,
-			"interface": map[string]any{"top": "TopModule"},
-			"verifier":  map[string]any{"kind": "differential", "top": "tb", "harness": "module tb; endmodule"},
-		}
-		line, err := json.Marshal(row)
-		if err != nil {
-			b.Fatal(err)
-		}
-		w.Write(append(line, '\n'))
-	}
-	if err := w.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	st, err := f.Stat()
-	f.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return st.Size()
 }
