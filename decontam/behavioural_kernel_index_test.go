@@ -17,24 +17,6 @@ import (
 	"github.com/crucible-data/crucible/engine"
 )
 
-// writeJSONL writes each row as one JSON line of dir/name.
-func writeJSONL(t *testing.T, dir, name string, rows ...any) string {
-	t.Helper()
-	var b strings.Builder
-	for _, r := range rows {
-		line, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(append(line, '\n'))
-	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestCorpusIndexKeepsKernels: a corpus index built with its kernel index
 // keeps the corpus's CPU kernel items with their places among all rows, so
 // the kernel matcher run over the index finds what it finds over the
@@ -79,7 +61,7 @@ func TestCorpusIndexKeepsKernels(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cdir := t.TempDir()
-			corpus := writeJSONL(t, cdir, "corpus.jsonl", tc.rows...)
+			corpus := decontamtest.WriteJSONL(t, cdir, "corpus.jsonl", tc.rows...)
 			idx := filepath.Join(cdir, "cidx")
 			src := decontam.FileRecords{Paths: []string{corpus}, IDField: "item_id|id", Fields: []string{"instruction", "reference", "text"}}
 			meta, err := decontam.BuildIndexWith(ctx, decontam.DefaultConfig(), idx, "corpus", decontam.SideCorpus, src, decontam.IndexOptions{KernelPaths: []string{corpus}})
@@ -130,7 +112,7 @@ func TestCorpusIndexKeepsKernels(t *testing.T) {
 	}
 
 	// An index written before kernel indexes (version 3): none, and why.
-	corpus := writeJSONL(t, dir, "copy.jsonl", prose, mm)
+	corpus := decontamtest.WriteJSONL(t, dir, "copy.jsonl", prose, mm)
 	src := decontam.FileRecords{Paths: []string{corpus}, IDField: "item_id", Fields: []string{"instruction", "reference"}}
 	build := func(name string) string {
 		idx := filepath.Join(dir, name)

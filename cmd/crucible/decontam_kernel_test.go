@@ -29,24 +29,6 @@ func runCLISplit(t *testing.T, args ...string) (stdout, stderr string, err error
 	return out.String(), errb.String(), err
 }
 
-// writeRows writes each row as one JSONL line of dir/name.
-func writeRows(t *testing.T, dir, name string, rows ...any) string {
-	t.Helper()
-	var b strings.Builder
-	for _, r := range rows {
-		line, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(append(line, '\n'))
-	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestDecontamCheckKernelBehavioural: `decontam check` matches a benchmark's
 // CPU kernel problems behaviourally against the corpus rows that are kernel
 // items, with the stage's matcher: a rewritten copy of matmul_f32_64
@@ -71,10 +53,10 @@ func TestDecontamCheckKernelBehavioural(t *testing.T) {
 	rtlItem := engine.Item{ItemID: "inv", Domain: engine.DomainRTL, Instruction: "Invert a.",
 		Reference: "module inv(input a, output y); assign y = ~a; endmodule\n", Verifier: engine.Verifier{Kind: engine.VerifierSelfChecking, Harness: "module tb; endmodule"}}
 	corpora := map[string]string{
-		"copy":  writeRows(t, dir, "copy.jsonl", prose, mm),
-		"other": writeRows(t, dir, "other.jsonl", add),
-		"text":  writeRows(t, dir, "text.jsonl", map[string]string{"id": "d1", "text": "Caches hold recently used lines close to the core."}),
-		"rtl":   writeRows(t, dir, "rtl.jsonl", rtlItem),
+		"copy":  decontamtest.WriteJSONL(t, dir, "copy.jsonl", prose, mm),
+		"other": decontamtest.WriteJSONL(t, dir, "other.jsonl", add),
+		"text":  decontamtest.WriteJSONL(t, dir, "text.jsonl", map[string]string{"id": "d1", "text": "Caches hold recently used lines close to the core."}),
+		"rtl":   decontamtest.WriteJSONL(t, dir, "rtl.jsonl", rtlItem),
 	}
 	kernelKey := func(k string) string { return "behavioural." + k + ".kbench (kernel)" }
 	for _, tc := range []struct {

@@ -161,3 +161,22 @@ func RequireKernelCC(t testing.TB) {
 		t.Skip("gcc not found; the kernel CPU backend needs it")
 	}
 }
+
+// WriteJSONL writes each row as one JSON line of dir/name and returns the
+// file's path.
+func WriteJSONL(t testing.TB, dir, name string, rows ...any) string {
+	t.Helper()
+	var b strings.Builder
+	for _, r := range rows {
+		line, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(append(line, '\n'))
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
