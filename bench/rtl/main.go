@@ -192,26 +192,35 @@ func rawLoop(items []engine.Item, cands []engine.Candidate) (time.Duration, erro
 	defer os.RemoveAll(base)
 	start := time.Now()
 	for i, it := range items {
-		dir := filepath.Join(base, strconv.Itoa(i))
-		if err := os.Mkdir(dir, 0o700); err != nil {
+		if err := rawTask(filepath.Join(base, strconv.Itoa(i)), it, cands[i]); err != nil {
 			return 0, err
 		}
-		for name, text := range map[string]string{"test.sv": it.Verifier.Harness, "ref.sv": it.Reference, "top.sv": cands[i].Code} {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-				return 0, err
-			}
-		}
-		c := exec.Command("iverilog", "-g2012", "-s", "tb", "-o", "sim.vvp", "test.sv", "ref.sv", "top.sv")
-		c.Dir = dir
-		if err := c.Run(); err != nil {
-			continue // the references Icarus cannot compile: same work as the pool's failed build
-		}
-		c = exec.Command("vvp", "-n", "sim.vvp")
-		c.Dir = dir
-		_, _ = c.Output()
-		os.RemoveAll(dir)
 	}
 	return time.Since(start), nil
+}
+
+// rawTask compiles and simulates one task in dir (made, then removed) with
+// no sandbox, limits or verdict parsing. A design Icarus cannot compile is
+// not an error: it costs what the pool's failed build costs.
+func rawTask(dir string, it engine.Item, cand engine.Candidate) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	for name, text := range map[string]string{"test.sv": it.Verifier.Harness, "ref.sv": it.Reference, "top.sv": cand.Code} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			return err
+		}
+	}
+	c := exec.Command("iverilog", "-g2012", "-s", "tb", "-o", "sim.vvp", "test.sv", "ref.sv", "top.sv")
+	c.Dir = dir
+	if err := c.Run(); err != nil {
+		return nil
+	}
+	c = exec.Command("vvp", "-n", "sim.vvp")
+	c.Dir = dir
+	_, _ = c.Output()
+	return nil
 }
 
 func poolRun(items []engine.Item, cands []engine.Candidate, workers int) (time.Duration, map[string]int, error) {
@@ -221,14 +230,7 @@ func poolRun(items []engine.Item, cands []engine.Candidate, workers int) (time.D
 // poolRunCached runs the pool with the reference self-checks persisted in
 // cacheDir ("" = none).
 func poolRunCached(items []engine.Item, cands []engine.Candidate, workers int, cacheDir string) (time.Duration, map[string]int, error) {
-	cfg := rtl.DefaultConfig()
-	cfg.Workers = workers
-	cfg.CacheDir = cacheDir
-	// The verdict path against the plain loop; the harness-strength audit
-	// (about 20 more candidates per task) is measured by bench/rtlstrength.
-	cfg.StrengthAudit = false
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	v, err := rtl.NewVerifier(cfg)
+	v, err := newPoolVerifier(workers, cacheDir)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -243,6 +245,18 @@ func poolRunCached(items []engine.Item, cands []engine.Candidate, workers int, c
 		counts[ev.Status+"/"+ev.FailureStage]++
 	}
 	return d, counts, nil
+}
+
+// newPoolVerifier is the pool both measurements run: the verdict path
+// against the plain loop; the harness-strength audit (about 20 more
+// candidates per task) is measured by bench/rtlstrength.
+func newPoolVerifier(workers int, cacheDir string) (*rtl.Verifier, error) {
+	cfg := rtl.DefaultConfig()
+	cfg.Workers = workers
+	cfg.CacheDir = cacheDir
+	cfg.StrengthAudit = false
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	return rtl.NewVerifier(cfg)
 }
 
 func best(ds []time.Duration) time.Duration {

@@ -3,30 +3,24 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/crucible-data/crucible/engine"
-	"github.com/crucible-data/crucible/rtl"
 )
 
 // perTask measures every task alone, raw loop then cold pool, and prints
 // where the pool's extra CPU goes: the tasks with the largest excess first
-// and the excess split into the tasks above and below the median raw cost.
+// and the excess split between the 10% of tasks with the longest raw run
+// and the rest.
 func perTask(items []engine.Item, cands []engine.Candidate, top int) error {
 	type row struct {
 		id        string
 		raw, pool time.Duration
 	}
-	cfg := rtl.DefaultConfig()
-	cfg.Workers = 1
-	cfg.StrengthAudit = false
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	v, err := rtl.NewVerifier(cfg)
+	v, err := newPoolVerifier(1, "")
 	if err != nil {
 		return err
 	}
@@ -38,22 +32,9 @@ func perTask(items []engine.Item, cands []engine.Candidate, top int) error {
 	var rows []row
 	var rawSum, poolSum time.Duration
 	for i, it := range items {
-		dir := filepath.Join(base, fmt.Sprint(i))
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			return err
-		}
-		for name, text := range map[string]string{"test.sv": it.Verifier.Harness, "ref.sv": it.Reference, "top.sv": cands[i].Code} {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-				return err
-			}
-		}
 		c0 := cpuTime()
-		c := exec.Command("iverilog", "-g2012", "-s", "tb", "-o", "sim.vvp", "test.sv", "ref.sv", "top.sv")
-		c.Dir = dir
-		if c.Run() == nil {
-			c = exec.Command("vvp", "-n", "sim.vvp")
-			c.Dir = dir
-			_, _ = c.Output()
+		if err := rawTask(filepath.Join(base, fmt.Sprint(i)), it, cands[i]); err != nil {
+			return err
 		}
 		raw := cpuTime() - c0
 		c0 = cpuTime()
