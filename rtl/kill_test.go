@@ -2,7 +2,6 @@ package rtl
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -105,9 +104,11 @@ func isMarked(pid int) bool {
 	}
 	for _, kv := range strings.Split(string(env), "\x00") {
 		if _, blob, ok := strings.Cut(kv, "CRUCIBLE_SANDBOX_INIT="); ok {
-			var cfg struct{ Dir string }
-			if json.Unmarshal([]byte(blob), &cfg) == nil && cfg.Dir != "" {
-				b, err := os.ReadFile(filepath.Join(cfg.Dir, "candidate.sv"))
+			// The init's configuration starts with the job directory as a
+			// "<length>:<bytes>" field (internal/sandbox encodeInitConfig).
+			n, rest, _ := strings.Cut(blob, ":")
+			if l, err := strconv.Atoi(n); err == nil && l > 0 && l <= len(rest) {
+				b, err := os.ReadFile(filepath.Join(rest[:l], "candidate.sv"))
 				return err == nil && strings.Contains(string(b), "kill-me")
 			}
 		}

@@ -24,12 +24,17 @@
 //     1000) with no capabilities and no_new_privs; when the verifier is root
 //     that uid maps to a per-run host uid of its own, so RLIMIT_NPROC counts
 //     this job's processes only and the tree owns no host file;
-//   - a PID namespace whose init is our own small process (this package's
-//     init hook, re-executed from /proc/self/exe): the tree sees only its own
+//   - a PID namespace whose init is our own small process (this binary
+//     re-executed from /proc/self/exe, where a C constructor, init_linux.c,
+//     takes over before the Go runtime starts): the tree sees only its own
 //     processes, cannot name — and so cannot signal or trace — the verifier
 //     or another job, and when the job's main process ends (or our timer
 //     fires) the init exits and the kernel kills every process left in the
-//     namespace (a setsid orphan included) before Wait returns;
+//     namespace (a setsid orphan included) before Wait returns. The process
+//     the verifier starts is a plain vfork+exec that creates the namespaces
+//     itself (unshare), lets the verifier write its id maps and forks pid 1;
+//     the verifier kills the tree through a pidfd of pid 1 and waits for the
+//     process it started, which reaps pid 1;
 //   - a mount namespace whose root is a fresh read-only tmpfs holding
 //     read-only, nosuid, nodev binds of the system directories (/usr and the
 //     /bin, /lib* links or directories, a handful of /etc files the

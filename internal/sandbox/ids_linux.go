@@ -112,30 +112,47 @@ func rangeMapped(path string) bool {
 	return zero && job
 }
 
-// sysProcAttr creates the namespaces of the init. The init is uid 0 of the
-// new user namespace with all capabilities there (it mounts the view and
-// must reach the job directory); the job itself runs as InsideUID.
+// sysProcAttr is how the init's first process starts: a plain vfork and
+// exec (no clone flags, so the verifier's address space is never copied:
+// with a user namespace in the clone flags the Go runtime cannot use vfork
+// and copies the whole parent, the largest single cost of a job start in a
+// verifier with a large heap). The init creates its namespaces itself
+// (unshare) and the verifier writes its id maps (idMaps), see handshake.
 func (ids jobIDs) sysProcAttr() *syscall.SysProcAttr {
-	a := &syscall.SysProcAttr{
-		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET |
-			syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
-		// If the verifier dies, its jobs die with it.
-		Pdeathsig: syscall.SIGKILL,
-		Setsid:    true,
-	}
+	// If the verifier dies, its jobs die with it.
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true}
+}
+
+// idMaps are the init's user namespace's uid_map and gid_map, and whether
+// setgroups(2) must be denied first (the only way an unprivileged verifier
+// may write a gid map). The init is uid 0 of the new user namespace with all
+// capabilities there (it mounts the view and must reach the job
+// directory); the job itself runs as InsideUID.
+func (ids jobIDs) idMaps() (uidMap, gidMap string, denySetgroups bool) {
 	if ids.own {
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
-		a.GidMappingsEnableSetgroups = false
-		return a
+		return "0 " + strconv.Itoa(os.Geteuid()) + " 1\n", "0 " + strconv.Itoa(os.Getegid()) + " 1\n", true
 	}
 	// Host root stays root for the init alone (so it may traverse the
 	// verifier's 0700 directories to bind the job directory); the job's uid
 	// maps to its own unprivileged host uid.
-	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: InsideUID, HostID: ids.jobUID, Size: 1}}
-	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: InsideGID, HostID: ids.jobGID, Size: 1}}
-	a.GidMappingsEnableSetgroups = true
-	return a
+	return "0 0 1\n" + strconv.Itoa(InsideUID) + " " + strconv.Itoa(ids.jobUID) + " 1\n",
+		"0 0 1\n" + strconv.Itoa(InsideGID) + " " + strconv.Itoa(ids.jobGID) + " 1\n", false
+}
+
+// writeIDMaps writes ids's maps for the process pid, which has just created
+// its user namespace.
+func (ids jobIDs) writeIDMaps(pid int) error {
+	uidMap, gidMap, deny := ids.idMaps()
+	proc := "/proc/" + strconv.Itoa(pid) + "/"
+	if deny {
+		if err := os.WriteFile(proc+"setgroups", []byte("deny"), 0); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(proc+"uid_map", []byte(uidMap), 0); err != nil {
+		return err
+	}
+	return os.WriteFile(proc+"gid_map", []byte(gidMap), 0)
 }
 
 // maxJobEntries bounds the walk that hands a job directory to a job.

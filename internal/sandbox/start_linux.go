@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,30 +21,31 @@ import (
 )
 
 // The sandbox's init is this binary itself, re-executed from
-// /proc/self/exe with its configuration in one environment variable; the
-// package's init function recognises it and never returns to main.
+// /proc/self/exe with its configuration in one environment variable; a C
+// constructor (init_linux.c) recognises it before the Go runtime starts and
+// never returns to it.
 const envInit = "CRUCIBLE_SANDBOX_INIT"
 
-// initConfig is what the parent tells the init.
+// initConfig is what the parent tells the init (encodeInitConfig).
 type initConfig struct {
-	Dir      string   `json:"dir"`
-	WorkDir  string   `json:"work_dir"`
-	Binds    []Bind   `json:"binds"`
-	Argv     []string `json:"argv"`
-	Env      []string `json:"env"`
-	Limits   Limits   `json:"limits"`
-	Hostname string   `json:"hostname"`
+	Dir      string
+	WorkDir  string
+	Binds    []Bind
+	Argv     []string
+	Env      []string
+	Limits   Limits
+	Hostname string
 	// OwnUID: the job runs in a nested user namespace under the init's own
 	// host uid (the verifier is not root); otherwise it runs as InsideUID,
 	// mapped to a host uid of its own.
-	OwnUID bool `json:"own_uid"`
+	OwnUID bool
 	// ExtraFiles: the init's fds 4.. go to the job as 3..
-	ExtraFiles int `json:"extra_files,omitempty"`
+	ExtraFiles int
 	// ForcePrlimit skips the ptrace way of setting limits (tests).
-	ForcePrlimit bool `json:"force_prlimit,omitempty"`
+	ForcePrlimit bool
 	// HoldFD, when not 0, is the init's fd of Spec.Hold's pipe: it reads
 	// one byte (or EOF) from it before starting the job.
-	HoldFD int `json:"hold_fd,omitempty"`
+	HoldFD int
 }
 
 // initReport is the init's one message to the parent, on fd 3.
@@ -59,6 +62,7 @@ var forcePrlimit bool
 type Process struct {
 	spec    Spec
 	cmd     *exec.Cmd
+	init    *os.Process // pid 1 of the tree's PID namespace (nil if it never started)
 	ids     jobIDs
 	start   time.Time
 	exited  chan struct{}
@@ -77,6 +81,9 @@ type Process struct {
 // is non-nil only when the sandbox cannot be created at all (ErrUnavailable)
 // or spec is invalid; everything the job does is reported by Wait.
 func Start(spec Spec) (*Process, error) {
+	if errNoInit != nil {
+		return nil, errNoInit
+	}
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return nil, errors.New("sandbox: empty argv")
 	}
@@ -118,41 +125,56 @@ func Start(spec Spec) (*Process, error) {
 		cfg.HoldFD = 4 + len(extra)
 		extra = append(extra, holdR)
 	}
-	blob, err := json.Marshal(cfg)
+	blob := encodeInitConfig(cfg)
+	if len(blob) > maxInitConfig {
+		ids.release()
+		if holdW != nil {
+			holdW.Close()
+		}
+		return nil, fmt.Errorf("sandbox: the job's argv, environment and binds take %d bytes, more than %d", len(blob), maxInitConfig)
+	}
+	ctl, ctlChild, err := socketPair()
 	if err != nil {
 		ids.release()
-		return nil, err
+		if holdW != nil {
+			holdW.Close()
+		}
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		ids.release()
-		return nil, fmt.Errorf("sandbox: %w", err)
-	}
-	// The init is single-threaded by design and short-lived: one P and no
-	// collector spare it the runtime's thread start-up (about 3 of its 11
-	// CPU-ms per job, BenchmarkSandboxTrue). The job's environment is
-	// cfg.Env, not this.
+	// The job's environment is cfg.Env, not this.
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"crucible-sandbox-init"},
-		Env: []string{envInit + "=" + string(blob), "GOMAXPROCS=1", "GOGC=off"}, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr,
-		ExtraFiles: append([]*os.File{w}, extra...), SysProcAttr: ids.sysProcAttr(),
+		Env: []string{envInit + "=" + blob}, Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr,
+		ExtraFiles: append([]*os.File{ctlChild}, extra...), SysProcAttr: ids.sysProcAttr(),
 		// The tree's streams close when the namespace dies; this only bounds a
 		// slow reader.
 		WaitDelay: 2 * time.Second}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
+		ctl.Close()
+		ctlChild.Close()
 		if holdW != nil {
 			holdW.Close()
 		}
 		ids.release()
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	w.Close()
-	p := &Process{spec: spec, cmd: cmd, ids: ids, start: start, exited: make(chan struct{}), report: make(chan []byte, 1), hold: holdW}
+	ctlChild.Close()
+	br := bufio.NewReader(ctl)
+	pid1, err := handshake(br, ctl, cmd.Process.Pid, ids)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		ctl.Close()
+		if holdW != nil {
+			holdW.Close()
+		}
+		ids.release()
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	p := &Process{spec: spec, cmd: cmd, init: pid1, ids: ids, start: start, exited: make(chan struct{}), report: make(chan []byte, 1), hold: holdW}
 	go func() {
-		b, _ := io.ReadAll(io.LimitReader(r, 1<<16))
-		r.Close()
+		b, _ := io.ReadAll(io.LimitReader(br, 1<<16))
+		ctl.Close()
 		p.report <- b
 	}()
 	go func() {
@@ -160,6 +182,57 @@ func Start(spec Spec) (*Process, error) {
 		close(p.exited)
 	}()
 	return p, nil
+}
+
+// socketPair is the init's control and report channel: ours, and the end
+// the init gets as fd 3.
+func socketPair() (ours, theirs *os.File, err error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "sandbox-control"), os.NewFile(uintptr(fds[1]), "sandbox-control-init"), nil
+}
+
+// handshake answers the init's two messages (see run_init in init_linux.c):
+// "U" once it has made its namespaces (we write its id maps), then
+// "P<pid>\n", the host pid of pid 1 of its PID namespace (we open a pidfd
+// for it: pid 1 cannot be reaped, so its pid cannot be reused, before we
+// answer). A report instead of a message means the init failed: it is left
+// in br for Wait, and the tree is nil.
+func handshake(br *bufio.Reader, ctl *os.File, initPid int, ids jobIDs) (*os.Process, error) {
+	if b, err := br.Peek(1); err != nil || b[0] == '{' {
+		return nil, nil
+	}
+	if b, _ := br.ReadByte(); b != 'U' {
+		return nil, fmt.Errorf("sandbox init: unexpected message %q", b)
+	}
+	if err := ids.writeIDMaps(initPid); err != nil {
+		return nil, fmt.Errorf("writing the init's id maps: %w", err)
+	}
+	if _, err := ctl.Write([]byte{'A'}); err != nil {
+		return nil, fmt.Errorf("sandbox init: %w", err)
+	}
+	if b, err := br.Peek(1); err != nil || b[0] == '{' {
+		return nil, nil
+	}
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "P") {
+		return nil, fmt.Errorf("sandbox init: unexpected message %q", line)
+	}
+	pid, err := strconv.Atoi(strings.TrimSuffix(line[1:], "\n"))
+	if err != nil || pid <= 0 {
+		return nil, fmt.Errorf("sandbox init: unexpected message %q", line)
+	}
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox init: pid 1 of the tree: %w", err)
+	}
+	if _, err := ctl.Write([]byte{'A'}); err != nil {
+		proc.Release()
+		return nil, fmt.Errorf("sandbox init: %w", err)
+	}
+	return proc, nil
 }
 
 // Run starts spec's tree and waits for it. A sandbox that cannot be created
@@ -173,7 +246,12 @@ func Run(ctx context.Context, spec Spec) Result {
 }
 
 // Pid is the host pid of the tree's init (pid 1 of its namespace).
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int {
+	if p.init == nil {
+		return p.cmd.Process.Pid
+	}
+	return p.init.Pid
+}
 
 // Release lets a tree started with Spec.Hold start its job. Safe to call
 // more than once, and on a tree not held.
@@ -204,6 +282,12 @@ func (p *Process) kill(by string) {
 		p.wall = time.Since(p.start)
 	}
 	// os.Process signals through a pidfd: it cannot reach a recycled pid.
+	// Killing pid 1 kills the namespace; the process we started reaps it,
+	// and so exits only once the whole tree is gone.
+	if p.init != nil {
+		_ = p.init.Kill()
+		return
+	}
 	_ = p.cmd.Process.Kill()
 }
 
@@ -240,6 +324,9 @@ func (p *Process) Wait(ctx context.Context) Result {
 	rep := <-p.report
 	p.Release() // a held tree that was killed instead: drop the pipe
 	res := p.build(rep)
+	if p.init != nil {
+		p.init.Release()
+	}
 	p.ids.release()
 	p.mu.Lock()
 	p.result = &res
