@@ -117,7 +117,9 @@ static void report_json(const char *stage, const char *err, unsigned status) {
 	n += snprintf(buf + n, sizeof buf - n, "{\"stage\":\"%s\"", stage);
 	if (err) {
 		n += snprintf(buf + n, sizeof buf - n, ",\"err\":\"");
-		for (const unsigned char *p = (const unsigned char *)err; *p && n < sizeof buf - 16; p++) {
+		// 40 bytes kept back: one escape (6), the closing quote and the
+		// status member (at most 22) always fit, so n never passes buf.
+		for (const unsigned char *p = (const unsigned char *)err; *p && n < sizeof buf - 40; p++) {
 			if (*p == '"' || *p == '\\') {
 				buf[n++] = '\\';
 				buf[n++] = *p;

@@ -125,21 +125,21 @@ func Start(spec Spec) (*Process, error) {
 		cfg.HoldFD = 4 + len(extra)
 		extra = append(extra, holdR)
 	}
-	blob := encodeInitConfig(cfg)
-	if len(blob) > maxInitConfig {
-		ids.release()
+	// abort undoes what Start has taken when it gives up.
+	abort := func(err error) (*Process, error) {
 		if holdW != nil {
 			holdW.Close()
 		}
-		return nil, fmt.Errorf("sandbox: the job's argv, environment and binds take %d bytes, more than %d", len(blob), maxInitConfig)
+		ids.release()
+		return nil, err
+	}
+	blob := encodeInitConfig(cfg)
+	if len(blob) > maxInitConfig {
+		return abort(fmt.Errorf("sandbox: the job's argv, environment and binds take %d bytes, more than %d", len(blob), maxInitConfig))
 	}
 	ctl, ctlChild, err := socketPair()
 	if err != nil {
-		ids.release()
-		if holdW != nil {
-			holdW.Close()
-		}
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return abort(fmt.Errorf("%w: %v", ErrUnavailable, err))
 	}
 	// The job's environment is cfg.Env, not this.
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"crucible-sandbox-init"},
@@ -152,11 +152,7 @@ func Start(spec Spec) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		ctl.Close()
 		ctlChild.Close()
-		if holdW != nil {
-			holdW.Close()
-		}
-		ids.release()
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return abort(fmt.Errorf("%w: %v", ErrUnavailable, err))
 	}
 	ctlChild.Close()
 	br := bufio.NewReader(ctl)
@@ -165,11 +161,7 @@ func Start(spec Spec) (*Process, error) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		ctl.Close()
-		if holdW != nil {
-			holdW.Close()
-		}
-		ids.release()
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return abort(fmt.Errorf("%w: %v", ErrUnavailable, err))
 	}
 	p := &Process{spec: spec, cmd: cmd, init: pid1, ids: ids, start: start, exited: make(chan struct{}), report: make(chan []byte, 1), hold: holdW}
 	go func() {
