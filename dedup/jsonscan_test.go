@@ -229,7 +229,7 @@ func TestScanBatchesMatchesEncodingJSON(t *testing.T) {
 // as encoding/json does.
 func TestParseJSONLRowMatchesEncodingJSON(t *testing.T) {
 	for i, l := range mixedLines {
-		rec, err := parseJSONLRow("x.jsonl", int64(i+1), []byte(l), "id", []string{"s"}, nil)
+		rec, err := parseJSONLRow("x.jsonl", int64(i+1), []byte(l), "id", []string{"s"}, nil, nil)
 		if err != nil {
 			t.Fatalf("line %d: %v", i+1, err)
 		}
@@ -266,7 +266,7 @@ func TestParseJSONLRowMatchesEncodingJSON(t *testing.T) {
 		{`null`, `x.jsonl:3: missing id field "id"`},
 		{`{"id":1,"s":2}`, `x.jsonl:3: field "s" is not a string`},
 	} {
-		_, err := parseJSONLRow("x.jsonl", 3, []byte(c.line), "id", []string{"s"}, nil)
+		_, err := parseJSONLRow("x.jsonl", 3, []byte(c.line), "id", []string{"s"}, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.line, err, c.want)
 		}

@@ -63,7 +63,8 @@ type Input struct {
 	// rows (see InferJSONLSchema): a pass of its own, or part of the
 	// signature pass (JSONLSchema, OpenInputInferred).
 	Schema *arrow.Schema
-	json   *jtype // inferred JSONL types (nil without JSONL files)
+	json   *jtype    // inferred JSONL types (nil without JSONL files)
+	spool  *rowSpool // the JSONL files' rows, kept by the scan that inferred json (nil: read the files)
 }
 
 // OpenInput reads the schema of paths' rows; files of different schemas
@@ -77,24 +78,61 @@ func OpenInput(ctx context.Context, paths []string, idField string) (*Input, err
 // FileSource with it scans them (the same inference as InferJSONLSchema):
 // `crucible dedup` reads every row in its signature pass anyway, and a
 // separate schema pass was one more full read and validation of the input.
-// Use it through OpenInputInferred once the Scan has completed.
+// Use it through OpenInputInferred once the Scan has completed. A spooled
+// one (NewSpooledJSONLSchema) also keeps the rows it scans (see rowSpool)
+// for the FileSource's Fetch and the Input's ScanBatches; Close removes
+// them.
 type JSONLSchema struct {
-	root *jtype
-	done bool
+	root  *jtype
+	done  bool
+	spool *rowSpool // nil: not spooled
 }
 
 // NewJSONLSchema returns an empty schema for FileSource.Schema.
 func NewJSONLSchema() *JSONLSchema { return &JSONLSchema{} }
 
+// NewSpooledJSONLSchema is NewJSONLSchema keeping the scanned rows in a
+// temporary file in dir ("": the system's temp directory).
+func NewSpooledJSONLSchema(dir string) *JSONLSchema {
+	return &JSONLSchema{spool: newRowSpool(dir)}
+}
+
+// Close removes the spooled rows (nothing to do without a spool).
+func (j *JSONLSchema) Close() {
+	if j != nil && j.spool != nil {
+		j.spool.close()
+	}
+}
+
 // start resets the inference for a Scan (an earlier one failed or stopped
 // part way: its rows must not count twice).
-func (j *JSONLSchema) start() { j.root = &jtype{kind: jObject, fields: map[string]*jtype{}} }
+func (j *JSONLSchema) start() error {
+	j.root = &jtype{kind: jObject, fields: map[string]*jtype{}}
+	if j.spool != nil {
+		return j.spool.reset()
+	}
+	return nil
+}
 
 // finish fixes the types after a complete Scan, as inferJSONL does.
-func (j *JSONLSchema) finish() {
+func (j *JSONLSchema) finish() error {
 	j.root.pos = map[string]int{}
 	j.root.settle()
+	if j.spool != nil {
+		if err := j.spool.finish(); err != nil {
+			return err
+		}
+	}
 	j.done = true
+	return nil
+}
+
+// spooled is the spool of a completed scan, nil when there is none.
+func (j *JSONLSchema) spooled() *rowSpool {
+	if j == nil || !j.done {
+		return nil
+	}
+	return j.spool
 }
 
 // OpenInputInferred is OpenInput with the JSONL files' schema taken from
@@ -104,7 +142,11 @@ func OpenInputInferred(ctx context.Context, paths []string, idField string, js *
 	if js == nil || !js.done {
 		return nil, fmt.Errorf("%w: JSONL schema not inferred (no completed scan)", ErrInput)
 	}
-	return openInput(ctx, paths, idField, js.root)
+	in, err := openInput(ctx, paths, idField, js.root)
+	if in != nil {
+		in.spool = js.spooled()
+	}
+	return in, err
 }
 
 // openInput is OpenInput; root, when not nil, is the JSONL files' inferred
@@ -220,7 +262,7 @@ func (in *Input) ScanBatches(ctx context.Context, fn func(path string, rec arrow
 		if engine.IsParquet(p) {
 			err = scanParquetBatches(ctx, p, in.Schema, in.IDField, fn)
 		} else {
-			err = scanJSONLBatches(ctx, p, in.Schema, in.json, in.IDField, fn)
+			err = scanJSONLBatches(ctx, p, in.Schema, in.json, in.spool, in.IDField, fn)
 		}
 		if err != nil {
 			return err
@@ -291,7 +333,7 @@ func scanParquetBatches(ctx context.Context, path string, schema *arrow.Schema, 
 // scanJSONLBatches decodes path's rows in one goroutine while fn consumes
 // the previous batch in this one (on two cores decoding overlaps writing);
 // batches reach fn in input order, and at most two are held besides fn's.
-func scanJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, root *jtype, idField string, fn func(string, arrow.RecordBatch, []string) error) error {
+func scanJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, root *jtype, sp *rowSpool, idField string, fn func(string, arrow.RecordBatch, []string) error) error {
 	type batch struct {
 		rec arrow.RecordBatch
 		ids []string
@@ -304,7 +346,7 @@ func scanJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, ro
 	go func() {
 		defer close(done)
 		defer close(ch)
-		perr = decodeJSONLBatches(pctx, path, schema, root, idField, func(_ string, rec arrow.RecordBatch, ids []string) error {
+		perr = decodeJSONLBatches(pctx, path, schema, root, sp, idField, func(_ string, rec arrow.RecordBatch, ids []string) error {
 			rec.Retain()
 			select {
 			case ch <- batch{rec, slices.Clone(ids)}:
@@ -331,7 +373,9 @@ func scanJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, ro
 	return perr
 }
 
-func decodeJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, root *jtype, idField string, fn func(string, arrow.RecordBatch, []string) error) error {
+// decodeJSONLBatches decodes path's rows as batches of schema (root's):
+// from sp when it holds them, else from the file.
+func decodeJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, root *jtype, sp *rowSpool, idField string, fn func(string, arrow.RecordBatch, []string) error) error {
 	if !arrow.TypeEqual(arrow.StructOf(schema.Fields()...), arrow.StructOf(root.schema().Fields()...)) {
 		return fmt.Errorf("%w: %s: JSONL rows cannot be read as %s", engine.ErrInput, path, schema)
 	}
@@ -360,7 +404,7 @@ func decodeJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, 
 		for i, h := range hint {
 			if sb, ok := b.Field(i).(*array.StringBuilder); ok && h > 0 {
 				sb.Reserve(BatchRows)
-				sb.ReserveData(h)
+				sb.ReserveData(h + h/8) // room for a slightly larger batch: no doubling at its end
 			}
 		}
 		return err
@@ -375,15 +419,14 @@ func decodeJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, 
 	}
 	var d rowDecoder
 	vals := make([][]byte, len(root.names))
-	var bad error
-	err := engine.ScanJSONL(path, func(line int64, raw []byte) error {
-		clear(vals)
-		if err := root.columns(raw, vals); err != nil {
-			return fmt.Errorf("%w: %s:%d: not a JSON object: %v", engine.ErrInput, path, line, err)
-		}
+	var text []bool // spooled rows: vals[i] is a decoded text string
+	row := func(line int64) error {
 		id, ok := "", false
 		for _, k := range idCols {
-			if v := vals[k]; v != nil && string(v) != "null" {
+			if v := vals[k]; v != nil && (text != nil && text[k]) {
+				id, ok = string(v), true
+				break
+			} else if v != nil && string(v) != "null" {
 				id, ok = jsonIDText(v), true
 				break
 			}
@@ -392,6 +435,14 @@ func decodeJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, 
 			return fmt.Errorf("%w: %s:%d: missing id field %q", engine.ErrInput, path, line, idField)
 		}
 		for i, name := range root.names {
+			if text != nil && text[i] {
+				sb, ok := b.Field(i).(*array.StringBuilder)
+				if !ok {
+					return fmt.Errorf("%w: %s:%d: text field %q is not a string column", engine.ErrInput, path, line, name)
+				}
+				sb.BinaryBuilder.Append(vals[i])
+				continue
+			}
 			if err := d.appendJSON(b.Field(i), root.fields[name], vals[i]); err != nil {
 				return fmt.Errorf("%w: %s:%d: field %q: %v (input changed between passes?)", engine.ErrInput, path, line, name, err)
 			}
@@ -406,13 +457,39 @@ func decodeJSONLBatches(ctx context.Context, path string, schema *arrow.Schema, 
 			}
 		}
 		return nil
-	}, func(e *engine.JSONLError) {
-		if bad == nil {
-			bad = fmt.Errorf("%w: %v", engine.ErrInput, e)
+	}
+	var err error
+	if sp.has(path) {
+		text = make([]bool, len(root.names))
+		err = sp.scan(ctx, path, nil, func(body []byte) error {
+			clear(vals)
+			clear(text)
+			line, err := spoolRow(body, func(key []byte, isText bool, v []byte) {
+				if k, ok := root.pos[string(key)]; ok {
+					vals[k], text[k] = v, isText
+				}
+			})
+			if err != nil {
+				return fmt.Errorf("%w: dedup: row spool of %s: %v", engine.ErrIO, path, err)
+			}
+			return row(line)
+		})
+	} else {
+		var bad error
+		err = engine.ScanJSONL(path, func(line int64, raw []byte) error {
+			clear(vals)
+			if err := root.columns(raw, vals); err != nil {
+				return fmt.Errorf("%w: %s:%d: not a JSON object: %v", engine.ErrInput, path, line, err)
+			}
+			return row(line)
+		}, func(e *engine.JSONLError) {
+			if bad == nil {
+				bad = fmt.Errorf("%w: %v", engine.ErrInput, e)
+			}
+		})
+		if err == nil {
+			err = bad
 		}
-	})
-	if err == nil {
-		err = bad
 	}
 	if err == nil {
 		err = flush()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -101,12 +102,13 @@ func (r Record) Text() string {
 // by dedup and decontam, so its errors carry no package prefix (each caller
 // adds its own).
 func ScanRecords(ctx context.Context, path, idField string, textFields []string, fn func(Record) error) error {
-	return scanRecords(ctx, path, idField, textFields, nil, fn)
+	return scanRecords(ctx, path, idField, textFields, nil, nil, fn)
 }
 
 // scanRecords is ScanRecords; a JSONL file's rows are also merged into
-// schema when it is not nil (see JSONLSchema).
-func scanRecords(ctx context.Context, path, idField string, textFields []string, schema *jtype, fn func(Record) error) error {
+// schema when it is not nil (see JSONLSchema), and kept in sp when it is
+// not nil.
+func scanRecords(ctx context.Context, path, idField string, textFields []string, schema *jtype, sp *rowSpool, fn func(Record) error) error {
 	if idField == "" || len(textFields) == 0 {
 		return fmt.Errorf("%w: %s: need an id field and at least one text field", engine.ErrConfig, path)
 	}
@@ -122,7 +124,7 @@ func scanRecords(ctx context.Context, path, idField string, textFields []string,
 			return ctx.Err()
 		}
 		fm.Row(int64(len(raw)) + 1)
-		rec, err := parseJSONLRow(path, line, raw, idField, textFields, schema)
+		rec, err := parseJSONLRow(path, line, raw, idField, textFields, schema, sp)
 		if err != nil {
 			return err
 		}
@@ -142,8 +144,12 @@ func scanRecords(ctx context.Context, path, idField string, textFields []string,
 // and stored-signature members are decoded; the scanner validates the
 // rest of the line as encoding/json would. A repeated key: the last one
 // counts, as with encoding/json. With schema (not nil) every member is also
-// merged into the inferred row type, as inferJSONL does, in the same walk.
-func parseJSONLRow(path string, line int64, raw []byte, idField string, textFields []string, schema *jtype) (Record, error) {
+// merged into the inferred row type, as inferJSONL does, in the same walk,
+// and with sp (not nil) the row is spooled.
+func parseJSONLRow(path string, line int64, raw []byte, idField string, textFields []string, schema *jtype, sp *rowSpool) (Record, error) {
+	if sp != nil {
+		defer sp.drop() // endRow has written the row, or it failed
+	}
 	if schema != nil && (len(raw) == 0 || raw[0] != '{') {
 		return Record{}, fmt.Errorf("%w: %s:%d: not a JSON object", engine.ErrInput, path, line) // inferJSONL's error
 	}
@@ -186,6 +192,9 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 					return err
 				}
 			}
+			if sp != nil {
+				sp.member(key, slow, v)
+			}
 			ks := ""
 			if slow {
 				ks = jsonscan.Key(key, true)
@@ -223,6 +232,9 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 			return Record{}, fmt.Errorf("%w: %s:%d: field %q is not a string", engine.ErrInput, path, line, f)
 		}
 		rec.Fields = append(rec.Fields, Field{Name: f, Text: t})
+		if sp != nil {
+			sp.text(v, t)
+		}
 	}
 	if len(rec.Fields) == 0 {
 		return Record{}, fmt.Errorf("%w: %s:%d: none of the text fields %v present", engine.ErrInput, path, line, textFields)
@@ -242,6 +254,11 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 			}
 		}
 		break
+	}
+	if sp != nil {
+		if err := sp.endRow(line); err != nil {
+			return Record{}, err
+		}
 	}
 	return rec, nil
 }
@@ -428,17 +445,24 @@ type FileSource struct {
 // Scan implements Source.
 func (s FileSource) Scan(ctx context.Context, fn func(d Doc) error) error {
 	var infer *jtype
+	var spool *rowSpool
 	if s.Schema != nil && !s.Schema.done {
-		s.Schema.start()
-		infer = s.Schema.root
+		if err := s.Schema.start(); err != nil {
+			return err
+		}
+		infer, spool = s.Schema.root, s.Schema.spool
 	}
 	for _, p := range s.Paths {
 		var rows, sigs int64
 		var schema *jtype
+		var sp *rowSpool
 		if !engine.IsParquet(p) {
-			schema = infer
+			schema, sp = infer, spool
 		}
-		err := scanRecords(ctx, p, s.IDField, s.TextFields, schema, func(r Record) error {
+		if sp != nil {
+			sp.beginFile()
+		}
+		err := scanRecords(ctx, p, s.IDField, s.TextFields, schema, sp, func(r Record) error {
 			d := Doc{ID: r.ID, Text: r.Text(), Tier: TierOther}
 			rows++
 			if s.ReuseSignatures {
@@ -455,13 +479,16 @@ func (s FileSource) Scan(ctx context.Context, fn func(d Doc) error) error {
 		if err != nil {
 			return fmt.Errorf("dedup: %w", err)
 		}
+		if sp != nil {
+			sp.endFile(p)
+		}
 		if s.ReuseSignatures && rows > 0 && sigs == 0 {
 			return fmt.Errorf("%w: dedup: --reuse-signatures: %s has no stored signatures (columns %s, %s, %s); write them with crucible dedup --keep-signatures, or leave out --reuse-signatures",
 				engine.ErrConfig, p, ColSigMinhash, ColSigText, ColSigParams)
 		}
 	}
 	if infer != nil {
-		s.Schema.finish()
+		return s.Schema.finish()
 	}
 	return nil
 }
@@ -502,6 +529,18 @@ func (s FileSource) Fetch(ctx context.Context, idx []int32, fn func(i int32, d D
 				}
 				return emit(r)
 			})
+		} else if sp := s.Schema.spooled(); sp.has(p) {
+			err = sp.scan(ctx, p, func() bool { return n == idx[k] }, func(body []byte) error {
+				defer func() { n++ }()
+				if body == nil {
+					return nil
+				}
+				r, err := spooledRecord(p, body, s.IDField, s.TextFields)
+				if err != nil {
+					return err
+				}
+				return emit(r)
+			})
 		} else {
 			err = engine.ScanJSONL(p, func(line int64, raw []byte) error {
 				defer func() { n++ }()
@@ -511,7 +550,7 @@ func (s FileSource) Fetch(ctx context.Context, idx []int32, fn func(i int32, d D
 				if n != idx[k] {
 					return nil
 				}
-				r, err := parseJSONLRow(p, line, raw, s.IDField, s.TextFields, nil)
+				r, err := parseJSONLRow(p, line, raw, s.IDField, s.TextFields, nil, nil)
 				if err != nil {
 					return err
 				}
@@ -526,6 +565,42 @@ func (s FileSource) Fetch(ctx context.Context, idx []int32, fn func(i int32, d D
 		}
 	}
 	return fmt.Errorf("%w: input shrank: wanted record %d, files hold %d", ErrInput, idx[k], n)
+}
+
+// spooledRecord is the Record parseJSONLRow made of a spooled row (id and
+// text fields; stored signatures are for the first pass only).
+func spooledRecord(path string, body []byte, idField string, textFields []string) (Record, error) {
+	alts := strings.Split(idField, "|")
+	names := slices.Concat(alts, textFields)
+	want := make([][]byte, len(names))
+	isText := make([]bool, len(names))
+	line, err := spoolRow(body, func(key []byte, text bool, v []byte) {
+		for k, name := range names {
+			if string(key) == name { // a name may be wanted twice (id and text): keep looking
+				want[k], isText[k] = v, text
+			}
+		}
+	})
+	if err != nil {
+		return Record{}, fmt.Errorf("%w: dedup: row spool of %s: %v", engine.ErrIO, path, err)
+	}
+	rec := Record{Path: path, Row: line}
+	for k := range alts {
+		if v := want[k]; isText[k] {
+			rec.ID = string(v)
+		} else if v != nil && string(v) != "null" {
+			rec.ID = jsonIDText(v)
+		} else {
+			continue
+		}
+		for i, f := range textFields {
+			if k := len(alts) + i; isText[k] { // null text fields are raw "null"
+				rec.Fields = append(rec.Fields, Field{Name: f, Text: string(want[k])})
+			}
+		}
+		return rec, nil
+	}
+	return Record{}, fmt.Errorf("%w: %s:%d: missing id field %q", engine.ErrInput, path, line, idField)
 }
 
 // decodeInt64s decodes a JSON array of integers (stored signatures; rare,

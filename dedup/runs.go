@@ -48,7 +48,9 @@ type runSpiller struct {
 
 func newRunSpiller(dir string, budgetBytes int64) *runSpiller {
 	limit := max(int(budgetBytes/32), 1)
-	return &runSpiller{dir: dir, limit: limit, buf: make([]bandRec, 0, min(limit, 1<<20))}
+	// The buffer starts small: a run over a few documents should not clear
+	// 16 MB first, and append grows it to limit in a few doublings.
+	return &runSpiller{dir: dir, limit: limit, buf: make([]bandRec, 0, min(limit, 1<<16))}
 }
 
 // sort orders the buffer by cmpRec.

@@ -345,14 +345,17 @@ func runDedup(ctx context.Context, o DedupOptions) error {
 // before the stage: fingerprinting the inputs, the lock, the clear).
 func (d *dedupRun) stage(ctx context.Context, sc *engine.StageContext, o DedupOptions, start time.Time) error {
 	// JSONL inputs' schema is inferred in the signature pass (it reads every
-	// row anyway); Parquet-only input has its schema in the footers, read
-	// (and its column names checked) before any work.
+	// row anyway), which also spools their rows for verification and the
+	// output pass (parsed once, not three times); Parquet-only input has its
+	// schema in the footers, read (and its column names checked) before any
+	// work.
 	var js *dedup.JSONLSchema
 	var input *dedup.Input
 	var pass []int
 	for _, p := range o.In {
 		if !engine.IsParquet(p) {
-			js = dedup.NewJSONLSchema()
+			js = dedup.NewSpooledJSONLSchema(o.Config.TempDir)
+			defer js.Close()
 			break
 		}
 	}
