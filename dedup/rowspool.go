@@ -26,21 +26,27 @@ import (
 // (a fifth of the command's CPU on 20k x 2 KB documents). Reading a spooled
 // row is a few varints and one copy.
 //
-// Disk and memory: the file is about as large as the input's JSONL
-// (decompressed), in the temp directory, removed by JSONLSchema.Close;
-// memory is one 1 MB write buffer, and while reading one 1 MB read buffer
-// and the largest row.
+// Disk and memory: the spool is about as large as the input's JSONL
+// (decompressed). Its first spoolMemBytes stay in memory, so a corpus that
+// small never touches the disk (writing and reading the file back was a
+// tenth of the command's CPU on 20k x 2 KB documents); a larger one moves
+// to a file in the temp directory the moment it outgrows that, and from
+// then on the memory is one 1 MB write buffer, and while reading one 1 MB
+// read buffer and the largest row. JSONLSchema.Close drops both.
 //
 // Row format: uvarint body length, then the body: uvarint line, uvarint
 // member count, and per member uvarint key length, key, one byte kind
 // (kindRaw or kindText), uvarint value length, value.
 type rowSpool struct {
-	dir  string
-	f    *os.File
-	w    *bufio.Writer
-	off  int64               // bytes written
-	segs map[string]spoolSeg // rows of each scanned JSONL file
-	cur  spoolSeg            // the file being scanned
+	dir      string
+	memLimit int64 // bytes kept in memory before the spool moves to a file
+	chunk    int64 // size of the memory chunks (spoolChunk; tests make rows span chunks)
+	f        *os.File
+	mem      [][]byte // the spool while f is nil: chunk-byte chunks, the last one filling
+	w        *bufio.Writer
+	off      int64               // bytes written
+	segs     map[string]spoolSeg // rows of each scanned JSONL file
+	cur      spoolSeg            // the file being scanned
 
 	members []spoolMember // the row being parsed
 	texts   []spoolText   // its text fields' decoded values
@@ -67,17 +73,85 @@ const (
 	kindText = 1 // a text field's string, decoded
 )
 
-func newRowSpool(dir string) *rowSpool { return &rowSpool{dir: dir} }
+// spoolMemBytes is how much of a spool stays in memory: 128 MiB holds the
+// rows of about 55k documents of 2 KB, and is an eighth of the 1 GiB the
+// command peaks at on 1M such documents (where the spool goes to disk).
+const spoolMemBytes = 128 << 20
+
+// spoolChunk is the size of the in-memory spool's chunks (fixed, so growing
+// the spool never copies what it holds).
+const spoolChunk = 4 << 20
+
+func newRowSpool(dir string) *rowSpool {
+	return &rowSpool{dir: dir, memLimit: spoolMemBytes, chunk: spoolChunk}
+}
 
 // reset starts an empty spool (a failed or stopped scan's rows are dropped).
 func (s *rowSpool) reset() error {
 	s.close()
+	// (the buffer is no larger than a chunk, so tests with tiny chunks
+	// also move a spool to its file mid-scan)
+	s.w, s.off, s.segs = bufio.NewWriterSize(spoolSink{s}, int(min(1<<20, s.chunk))), 0, map[string]spoolSeg{}
+	return nil
+}
+
+// spoolSink is where the spool's write buffer flushes: memory chunks while
+// the spool fits memLimit, else its file, created (with everything in
+// memory so far) when the spool first outgrows the limit.
+type spoolSink struct{ s *rowSpool }
+
+func (k spoolSink) Write(p []byte) (int, error) {
+	s := k.s
+	if s.f == nil && s.memSize()+int64(len(p)) > s.memLimit {
+		if err := s.toFile(); err != nil {
+			return 0, err
+		}
+	}
+	if s.f != nil {
+		return s.f.Write(p)
+	}
+	for rest := p; len(rest) > 0; {
+		if len(s.mem) == 0 || int64(len(s.mem[len(s.mem)-1])) == s.chunk {
+			s.mem = append(s.mem, make([]byte, 0, s.chunk))
+		}
+		c := s.mem[len(s.mem)-1]
+		n := min(len(rest), int(s.chunk)-len(c))
+		s.mem[len(s.mem)-1] = append(c, rest[:n]...)
+		rest = rest[n:]
+	}
+	return len(p), nil
+}
+
+func (s *rowSpool) memSize() int64 {
+	if len(s.mem) == 0 {
+		return 0
+	}
+	return int64(len(s.mem)-1)*s.chunk + int64(len(s.mem[len(s.mem)-1]))
+}
+
+// toFile moves the in-memory spool to a new temp file.
+func (s *rowSpool) toFile() error {
 	f, err := os.CreateTemp(s.dir, "dedup-rows-*.bin")
 	if err != nil {
-		return fmt.Errorf("%w: dedup: create row spool: %v", engine.ErrIO, err)
+		return fmt.Errorf("create row spool: %v", err)
 	}
-	s.f, s.w, s.off, s.segs = f, bufio.NewWriterSize(f, 1<<20), 0, map[string]spoolSeg{}
+	for _, c := range s.mem {
+		if _, err := f.Write(c); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return fmt.Errorf("write row spool %s: %v", f.Name(), err)
+		}
+	}
+	s.f, s.mem = f, nil
 	return nil
+}
+
+// name says where the spool is, for errors.
+func (s *rowSpool) name() string {
+	if s.f != nil {
+		return s.f.Name()
+	}
+	return "(in memory)"
 }
 
 func (s *rowSpool) beginFile() { s.cur = spoolSeg{off: s.off, end: s.off} }
@@ -139,7 +213,7 @@ func (s *rowSpool) endRow(line int64) error {
 		}
 	}
 	if _, err := w.Write(nil); err != nil { // bufio keeps the first error
-		return fmt.Errorf("%w: dedup: write row spool %s: %v", engine.ErrIO, s.f.Name(), err)
+		return fmt.Errorf("%w: dedup: row spool: %v", engine.ErrIO, err)
 	}
 	s.off += int64(uvarintLen(uint64(n)) + n)
 	s.cur.rows++
@@ -158,7 +232,7 @@ func uvarintLen(x uint64) int {
 // finish flushes the spool after a complete scan.
 func (s *rowSpool) finish() error {
 	if err := s.w.Flush(); err != nil {
-		return fmt.Errorf("%w: dedup: write row spool %s: %v", engine.ErrIO, s.f.Name(), err)
+		return fmt.Errorf("%w: dedup: row spool: %v", engine.ErrIO, err)
 	}
 	return nil
 }
@@ -172,22 +246,27 @@ func (s *rowSpool) has(path string) bool {
 	return ok
 }
 
-// close removes the spool file.
+// close drops the spool (and removes its file).
 func (s *rowSpool) close() {
 	if s.f != nil {
 		s.f.Close()
 		os.Remove(s.f.Name())
-		s.f, s.segs = nil, nil
 	}
+	s.f, s.mem, s.w, s.segs = nil, nil, nil, nil
 }
 
 // scan reads path's spooled rows in order: fn gets each row's body, or nil
 // for a row want (when not nil) says to skip.
 func (s *rowSpool) scan(ctx context.Context, path string, want func() bool, fn func(body []byte) error) error {
 	seg := s.segs[path]
-	r := bufio.NewReaderSize(io.NewSectionReader(s.f, seg.off, seg.end-seg.off), 1<<20)
+	var r spoolReader
+	if s.f != nil {
+		r = &fileSpoolReader{r: bufio.NewReaderSize(io.NewSectionReader(s.f, seg.off, seg.end-seg.off), 1<<20)}
+	} else {
+		r = &memSpoolReader{mem: s.mem, chunk: s.chunk, off: seg.off, end: seg.end}
+	}
 	corrupt := func(err error) error {
-		return fmt.Errorf("%w: dedup: row spool %s of %s: %v", engine.ErrIO, s.f.Name(), path, err)
+		return fmt.Errorf("%w: dedup: row spool %s of %s: %v", engine.ErrIO, s.name(), path, err)
 	}
 	var buf []byte
 	for i := int64(0); i < seg.rows; i++ {
@@ -199,7 +278,7 @@ func (s *rowSpool) scan(ctx context.Context, path string, want func() bool, fn f
 			return corrupt(err)
 		}
 		if want != nil && !want() {
-			if _, err := r.Discard(int(n)); err != nil {
+			if err := r.skip(n); err != nil {
 				return corrupt(err)
 			}
 			if err := fn(nil); err != nil {
@@ -208,16 +287,84 @@ func (s *rowSpool) scan(ctx context.Context, path string, want func() bool, fn f
 			continue
 		}
 		if uint64(cap(buf)) < n {
-			buf = make([]byte, n, n+n/4)
+			buf = make([]byte, 0, n+n/4)
 		}
-		buf = buf[:n]
-		if _, err := io.ReadFull(r, buf); err != nil {
+		body, err := r.next(n, buf)
+		if err != nil {
 			return corrupt(err)
 		}
-		if err := fn(buf); err != nil {
+		if err := fn(body); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// spoolReader reads a spool segment: next returns the next n bytes (in
+// buf, cap(buf) >= n, or in the spool's own memory), skip drops them.
+type spoolReader interface {
+	io.ByteReader
+	next(n uint64, buf []byte) ([]byte, error)
+	skip(n uint64) error
+}
+
+type fileSpoolReader struct{ r *bufio.Reader }
+
+func (f *fileSpoolReader) ReadByte() (byte, error) { return f.r.ReadByte() }
+
+func (f *fileSpoolReader) next(n uint64, buf []byte) ([]byte, error) {
+	buf = buf[:n]
+	if _, err := io.ReadFull(f.r, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+func (f *fileSpoolReader) skip(n uint64) error {
+	_, err := f.r.Discard(int(n))
+	return err
+}
+
+// memSpoolReader reads [off, end) of an in-memory spool; a row inside one
+// chunk is returned in place (no copy).
+type memSpoolReader struct {
+	mem      [][]byte
+	chunk    int64
+	off, end int64
+}
+
+func (m *memSpoolReader) ReadByte() (byte, error) {
+	if m.off >= m.end {
+		return 0, io.ErrUnexpectedEOF
+	}
+	b := m.mem[m.off/m.chunk][m.off%m.chunk]
+	m.off++
+	return b, nil
+}
+
+func (m *memSpoolReader) next(n uint64, buf []byte) ([]byte, error) {
+	if n > uint64(m.end-m.off) {
+		return nil, io.ErrUnexpectedEOF
+	}
+	c, o := m.off/m.chunk, m.off%m.chunk
+	m.off += int64(n)
+	if o+int64(n) <= m.chunk {
+		return m.mem[c][o : o+int64(n) : o+int64(n)], nil
+	}
+	buf = buf[:0]
+	for rest := int64(n); rest > 0; c, o = c+1, 0 {
+		k := min(rest, m.chunk-o)
+		buf = append(buf, m.mem[c][o:o+k]...)
+		rest -= k
+	}
+	return buf, nil
+}
+
+func (m *memSpoolReader) skip(n uint64) error {
+	if n > uint64(m.end-m.off) {
+		return io.ErrUnexpectedEOF
+	}
+	m.off += int64(n)
 	return nil
 }
 

@@ -78,21 +78,37 @@ func TestSpooledRowsMatchTheFile(t *testing.T) {
 		return r
 	}
 	plain := run(NewJSONLSchema())
-	js := NewSpooledJSONLSchema(dir)
-	spooled := run(js)
-	if js.spool.f == nil || len(js.spool.segs) != 1 {
-		t.Fatal("the spooled scan kept no rows")
-	}
-	if !reflect.DeepEqual(plain, spooled) {
-		t.Fatalf("spooled reads differ from the file's:\nfile:    %+v\nspooled: %+v", plain, spooled)
-	}
 	if want := []string{"1", "2", "s3", "4"}; !reflect.DeepEqual(plain.ids, [][]string{want}) {
 		t.Fatalf("ids %v, want %v", plain.ids, want)
 	}
 	if d := plain.docs[1]; d.ID != "s3" || d.Text != "\n\nsecond \U0001F600" {
 		t.Fatalf("row 3 read as %+v", d)
 	}
+	for _, c := range []struct {
+		name            string
+		memLimit, chunk int64
+		onDisk          bool
+	}{
+		{"in memory", spoolMemBytes, spoolChunk, false},
+		{"in memory, rows across chunks", spoolMemBytes, 7, false},
+		{"moved to a file mid-scan", 100, 7, true},
+		{"on disk", 0, spoolChunk, true},
+	} {
+		js := NewSpooledJSONLSchema(dir)
+		js.spool.memLimit, js.spool.chunk = c.memLimit, c.chunk
+		spooled := run(js)
+		if len(js.spool.segs) != 1 || (js.spool.f != nil) != c.onDisk || (len(js.spool.mem) > 0) == c.onDisk {
+			t.Fatalf("%s: the spool has %d files' rows, file %v, %d memory chunks", c.name, len(js.spool.segs), js.spool.f != nil, len(js.spool.mem))
+		}
+		if !reflect.DeepEqual(plain, spooled) {
+			t.Fatalf("%s: spooled reads differ from the file's:\nfile:    %+v\nspooled: %+v", c.name, plain, spooled)
+		}
+		js.Close()
+	}
 
+	js := NewSpooledJSONLSchema(dir)
+	js.spool.memLimit = 0
+	run(js)
 	// A spool cut short is an I/O error naming the spool, never fewer rows.
 	name := js.spool.f.Name()
 	st, _ := os.Stat(name)

@@ -50,7 +50,7 @@ var dedupFlags = map[string]flagDoc{
 	"dedup.lowercase":  {Name: "lowercase", Help: "fold case before hashing"},
 	"dedup.verify":     {Name: "verify", Help: "candidate verification: exact (Jaccard of shingle sets) | signature (MinHash estimate)"},
 	"dedup.backend":    {Name: "backend", Help: "LSH backend: auto|memory (minhash-lsh)|disk (sorted band-key runs)"},
-	"dedup.temp_dir":   {Name: "tmp", Help: "spill directory for band-key runs (default: system temp)"},
+	"dedup.temp_dir":   {Name: "tmp", Help: "spill directory for band-key runs and a JSONL input's row spool past 128 MiB (default: system temp)"},
 	"dedup.workers":    {Name: "workers", Help: "signature workers"},
 	// No flag before the derivation: --set dedup.KEY=value only.
 	"dedup.strip_comments":  {Skip: true},
@@ -144,6 +144,11 @@ of the dedup.
 Memory: the per-row dedup state (id, hashes, cluster) and the LSH index as
 before; the rows themselves are streamed in batches of 1024, and each
 output holds at most about one row group (64 MiB) before writing it.
+JSONL rows are parsed once: the first pass keeps each row's members (text
+fields decoded) in a row spool that verification and the output pass read
+back; its first 128 MiB stay in memory, a larger spool moves to a file in
+--tmp about the size of the decompressed JSONL, removed when the command
+ends. Parquet inputs are read again from their files instead.
 
 Inputs: --in takes files, quoted globs (expanded by the command; * does not
 match a leading dot) and directories (every .jsonl, .jsonl.gz, .jsonl.zst,
@@ -166,8 +171,8 @@ that other jobs kept busy, so medians spread):
 zstd 1 writes about as fast as snappy at 20% fewer bytes; zstd 3 saves
 another 19% at about 1.7x the write time. Levels 1-2 are Crucible's own
 zstd encoder settings (klauspost's fastest, no entropy coding of blocks
-that find almost no matches, no frame checksum; standard zstd that DuckDB
-and pyarrow read): arrow-go's level 1, in the same runs, wrote 23.3 MB in
+that find almost no matches, with the frame checksum; standard zstd that
+DuckDB and pyarrow read): arrow-go's level 1, in the same runs, wrote 23.3 MB in
 0.55 s at best. Reproduce with
   go test -p 1 -run '^$' -bench 'DedupOutputCodecs/write' -benchtime 3x -count 5 ./cmd/crucible/
 (without /write it also times whole dedup runs per codec).
