@@ -211,6 +211,7 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 		}
 	}
 	rec := Record{Path: path, Row: line}
+	var spoolText []int // with sp: per rec.Fields entry, its index in sp.texts
 	var idRaw []byte
 	for k := range alts {
 		if v := get(k); v != nil && string(v) != "null" {
@@ -227,14 +228,18 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 		if v == nil || string(v) == "null" {
 			continue
 		}
-		t, ok := jsonString(v)
-		if !ok {
+		if len(v) < 2 || v[0] != '"' {
 			return Record{}, fmt.Errorf("%w: %s:%d: field %q is not a string", engine.ErrInput, path, line, f)
 		}
-		rec.Fields = append(rec.Fields, Field{Name: f, Text: t})
 		if sp != nil {
-			sp.text(v, t)
+			// endRow writes the value to the spool and gives it back
+			// from there, below
+			spoolText = append(spoolText, sp.text(v))
+			rec.Fields = append(rec.Fields, Field{Name: f})
+			continue
 		}
+		t, _ := jsonString(v)
+		rec.Fields = append(rec.Fields, Field{Name: f, Text: t})
 	}
 	if len(rec.Fields) == 0 {
 		return Record{}, fmt.Errorf("%w: %s:%d: none of the text fields %v present", engine.ErrInput, path, line, textFields)
@@ -258,6 +263,9 @@ func parseJSONLRow(path string, line int64, raw []byte, idField string, textFiel
 	if sp != nil {
 		if err := sp.endRow(line); err != nil {
 			return Record{}, err
+		}
+		for i, k := range spoolText {
+			rec.Fields[i].Text = sp.texts[k].s
 		}
 	}
 	return rec, nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unsafe"
 
 	"github.com/crucible-data/crucible/engine"
 	"github.com/crucible-data/crucible/internal/jsonscan"
@@ -50,6 +51,7 @@ type rowSpool struct {
 
 	members []spoolMember // the row being parsed
 	texts   []spoolText   // its text fields' decoded values
+	scratch []byte        // their bytes
 }
 
 type spoolSeg struct {
@@ -63,8 +65,9 @@ type spoolMember struct {
 }
 
 type spoolText struct {
-	raw  []byte // the member value (identity, not contents, matters)
-	text string
+	raw        []byte // the member value (identity, not contents, matters)
+	start, end int    // the decoded value: scratch[start:end]
+	s          string // after endRow: the value, in the spool's memory when it can be
 }
 
 // Kinds of spooled member values.
@@ -89,37 +92,8 @@ func newRowSpool(dir string) *rowSpool {
 // reset starts an empty spool (a failed or stopped scan's rows are dropped).
 func (s *rowSpool) reset() error {
 	s.close()
-	// (the buffer is no larger than a chunk, so tests with tiny chunks
-	// also move a spool to its file mid-scan)
-	s.w, s.off, s.segs = bufio.NewWriterSize(spoolSink{s}, int(min(1<<20, s.chunk))), 0, map[string]spoolSeg{}
+	s.off, s.segs = 0, map[string]spoolSeg{}
 	return nil
-}
-
-// spoolSink is where the spool's write buffer flushes: memory chunks while
-// the spool fits memLimit, else its file, created (with everything in
-// memory so far) when the spool first outgrows the limit.
-type spoolSink struct{ s *rowSpool }
-
-func (k spoolSink) Write(p []byte) (int, error) {
-	s := k.s
-	if s.f == nil && s.memSize()+int64(len(p)) > s.memLimit {
-		if err := s.toFile(); err != nil {
-			return 0, err
-		}
-	}
-	if s.f != nil {
-		return s.f.Write(p)
-	}
-	for rest := p; len(rest) > 0; {
-		if len(s.mem) == 0 || int64(len(s.mem[len(s.mem)-1])) == s.chunk {
-			s.mem = append(s.mem, make([]byte, 0, s.chunk))
-		}
-		c := s.mem[len(s.mem)-1]
-		n := min(len(rest), int(s.chunk)-len(c))
-		s.mem[len(s.mem)-1] = append(c, rest[:n]...)
-		rest = rest[n:]
-	}
-	return len(p), nil
 }
 
 func (s *rowSpool) memSize() int64 {
@@ -142,8 +116,46 @@ func (s *rowSpool) toFile() error {
 			return fmt.Errorf("write row spool %s: %v", f.Name(), err)
 		}
 	}
-	s.f, s.mem = f, nil
+	s.f, s.mem, s.w = f, nil, bufio.NewWriterSize(f, int(min(1<<20, s.chunk)))
 	return nil
+}
+
+// write appends p to the spool: to its memory chunks, or through the write
+// buffer to its file.
+func (s *rowSpool) write(p []byte) {
+	if s.f != nil {
+		s.w.Write(p) // bufio keeps the first error for finish and endRow
+		return
+	}
+	for len(p) > 0 {
+		if len(s.mem) == 0 || int64(len(s.mem[len(s.mem)-1])) == s.chunk {
+			s.mem = append(s.mem, make([]byte, 0, s.chunk))
+		}
+		c := s.mem[len(s.mem)-1]
+		n := min(len(p), int(s.chunk)-len(c))
+		s.mem[len(s.mem)-1] = append(c, p[:n]...)
+		p = p[n:]
+	}
+}
+
+func (s *rowSpool) writeUvarint(x uint64) {
+	var b [binary.MaxVarintLen64]byte
+	s.write(binary.AppendUvarint(b[:0], x))
+}
+
+// writeText appends a text value and returns it as a string: in the spool's
+// memory when it fits its current chunk (chunks are never written again, so
+// the string can share them), else a copy.
+func (s *rowSpool) writeText(v []byte) string {
+	if s.f == nil && len(v) > 0 && len(s.mem) > 0 {
+		c := s.mem[len(s.mem)-1]
+		if at := len(c); int64(at+len(v)) <= s.chunk {
+			s.mem[len(s.mem)-1] = append(c, v...)
+			return unsafe.String(&s.mem[len(s.mem)-1][at], len(v))
+		}
+	}
+	s.write(v)
+	return string(v)
 }
 
 // name says where the spool is, for errors.
@@ -170,17 +182,25 @@ func (s *rowSpool) member(key []byte, slow bool, v []byte) {
 	s.members = append(s.members, spoolMember{key: key, v: v})
 }
 
-// text records that the member value raw decodes to the text field value t.
-func (s *rowSpool) text(raw []byte, t string) {
-	s.texts = append(s.texts, spoolText{raw: raw, text: t})
+// text decodes the member value raw, a validated JSON string, as a text
+// field's value; endRow writes it and returns it (texts[i].s, i the
+// returned index).
+func (s *rowSpool) text(raw []byte) int {
+	start := len(s.scratch)
+	s.scratch = appendUnquoted(s.scratch, raw[1:len(raw)-1])
+	s.texts = append(s.texts, spoolText{raw: raw, start: start, end: len(s.scratch)})
+	return len(s.texts) - 1
 }
 
 // drop forgets the row being parsed.
-func (s *rowSpool) drop() { s.members, s.texts = s.members[:0], s.texts[:0] }
+func (s *rowSpool) drop() {
+	s.members, s.texts, s.scratch = s.members[:0], s.texts[:0], s.scratch[:0]
+}
 
-// endRow writes the row being parsed.
+// endRow writes the row being parsed, and sets its texts' strings (valid
+// after drop, which the caller defers). A spool that would outgrow
+// memLimit moves to its file first.
 func (s *rowSpool) endRow(line int64) error {
-	defer s.drop()
 	var ts [16]int // per member: index in s.texts, or -1 for a raw value
 	textOf := ts[:0]
 	n := uvarintLen(uint64(line)) + uvarintLen(uint64(len(s.members)))
@@ -188,34 +208,49 @@ func (s *rowSpool) endRow(line int64) error {
 		t, vlen := -1, len(m.v)
 		for k, x := range s.texts {
 			if len(x.raw) == len(m.v) && &x.raw[0] == &m.v[0] {
-				t, vlen = k, len(x.text)
+				t, vlen = k, x.end-x.start
 			}
 		}
 		textOf = append(textOf, t)
 		n += uvarintLen(uint64(len(m.key))) + len(m.key) + 1 + uvarintLen(uint64(vlen)) + vlen
 	}
-	var b [binary.MaxVarintLen64]byte
-	w := s.w
-	w.Write(binary.AppendUvarint(b[:0], uint64(n)))
-	w.Write(binary.AppendUvarint(b[:0], uint64(line)))
-	w.Write(binary.AppendUvarint(b[:0], uint64(len(s.members))))
-	for i, m := range s.members {
-		w.Write(binary.AppendUvarint(b[:0], uint64(len(m.key))))
-		w.Write(m.key)
-		if t := textOf[i]; t >= 0 {
-			w.WriteByte(kindText)
-			w.Write(binary.AppendUvarint(b[:0], uint64(len(s.texts[t].text))))
-			w.WriteString(s.texts[t].text)
-		} else {
-			w.WriteByte(kindRaw)
-			w.Write(binary.AppendUvarint(b[:0], uint64(len(m.v))))
-			w.Write(m.v)
+	size := int64(uvarintLen(uint64(n)) + n)
+	if s.f == nil && s.memSize()+size > s.memLimit {
+		if err := s.toFile(); err != nil {
+			return fmt.Errorf("%w: dedup: row spool: %v", engine.ErrIO, err)
 		}
 	}
-	if _, err := w.Write(nil); err != nil { // bufio keeps the first error
-		return fmt.Errorf("%w: dedup: row spool: %v", engine.ErrIO, err)
+	s.writeUvarint(uint64(n))
+	s.writeUvarint(uint64(line))
+	s.writeUvarint(uint64(len(s.members)))
+	for i, m := range s.members {
+		s.writeUvarint(uint64(len(m.key)))
+		s.write(m.key)
+		if t := textOf[i]; t >= 0 {
+			x := &s.texts[t]
+			s.write([]byte{kindText})
+			s.writeUvarint(uint64(x.end - x.start))
+			x.s = s.writeText(s.scratch[x.start:x.end])
+		} else {
+			s.write([]byte{kindRaw})
+			s.writeUvarint(uint64(len(m.v)))
+			s.write(m.v)
+		}
 	}
-	s.off += int64(uvarintLen(uint64(n)) + n)
+	if s.f != nil {
+		if _, err := s.w.Write(nil); err != nil { // bufio keeps the first error
+			return fmt.Errorf("%w: dedup: write row spool %s: %v", engine.ErrIO, s.f.Name(), err)
+		}
+	}
+	// A text entry endRow did not write (a text field wanted twice, or
+	// its member repeated and an earlier value entry left behind) gets its
+	// own copy.
+	for k := range s.texts {
+		if x := &s.texts[k]; x.s == "" && x.end > x.start {
+			x.s = string(s.scratch[x.start:x.end])
+		}
+	}
+	s.off += size
 	s.cur.rows++
 	return nil
 }
@@ -231,8 +266,11 @@ func uvarintLen(x uint64) int {
 
 // finish flushes the spool after a complete scan.
 func (s *rowSpool) finish() error {
+	if s.f == nil {
+		return nil
+	}
 	if err := s.w.Flush(); err != nil {
-		return fmt.Errorf("%w: dedup: row spool: %v", engine.ErrIO, err)
+		return fmt.Errorf("%w: dedup: write row spool %s: %v", engine.ErrIO, s.f.Name(), err)
 	}
 	return nil
 }
