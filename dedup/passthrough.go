@@ -91,8 +91,9 @@ type JSONLSchema struct {
 // NewJSONLSchema returns an empty schema for FileSource.Schema.
 func NewJSONLSchema() *JSONLSchema { return &JSONLSchema{} }
 
-// NewSpooledJSONLSchema is NewJSONLSchema keeping the scanned rows in a
-// temporary file in dir ("": the system's temp directory).
+// NewSpooledJSONLSchema is NewJSONLSchema keeping the scanned rows: in
+// memory up to 128 MiB, past that in a temporary file in dir ("": the
+// system's temp directory).
 func NewSpooledJSONLSchema(dir string) *JSONLSchema {
 	return &JSONLSchema{spool: newRowSpool(dir)}
 }

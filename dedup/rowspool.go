@@ -15,7 +15,8 @@ import (
 )
 
 // rowSpool keeps the rows of the JSONL files a FileSource scans with a
-// spooled JSONLSchema in one temporary file, so the passes after the first
+// spooled JSONLSchema (in memory, or past spoolMemBytes in one temporary
+// file; see below), so the passes after the first
 // (Fetch for verification, Input.ScanBatches for the output) read them
 // from there instead of parsing the JSON again. A row is kept as its
 // top-level members: each key decoded, each value as its raw JSON text,
@@ -94,13 +95,6 @@ func (s *rowSpool) reset() error {
 	s.close()
 	s.off, s.segs = 0, map[string]spoolSeg{}
 	return nil
-}
-
-func (s *rowSpool) memSize() int64 {
-	if len(s.mem) == 0 {
-		return 0
-	}
-	return int64(len(s.mem)-1)*s.chunk + int64(len(s.mem[len(s.mem)-1]))
 }
 
 // toFile moves the in-memory spool to a new temp file.
@@ -215,7 +209,7 @@ func (s *rowSpool) endRow(line int64) error {
 		n += uvarintLen(uint64(len(m.key))) + len(m.key) + 1 + uvarintLen(uint64(vlen)) + vlen
 	}
 	size := int64(uvarintLen(uint64(n)) + n)
-	if s.f == nil && s.memSize()+size > s.memLimit {
+	if s.f == nil && s.off+size > s.memLimit { // in memory, off is the bytes the chunks hold
 		if err := s.toFile(); err != nil {
 			return fmt.Errorf("%w: dedup: row spool: %v", engine.ErrIO, err)
 		}
